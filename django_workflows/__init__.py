@@ -1,0 +1,102 @@
+"""Durable workflows for Django: journaled steps, signals, sleeps and compensations, in your database."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .definitions import Concurrency, RateLimit, Retry, Schedule, WorkflowSignal, workflow
+from .errors import (
+    ChildWorkflowFailedError,
+    NonRetryableStepError,
+    StepFailedError,
+    StepTimeoutError,
+    WorkflowCancelledError,
+    WorkflowDefinitionError,
+    WorkflowDeletedError,
+    WorkflowError,
+    WorkflowFailedError,
+    WorkflowIdConflictError,
+    WorkflowInterrupt,
+    WorkflowJournalLimitError,
+    WorkflowNonDeterminismError,
+    WorkflowNotFoundError,
+    WorkflowResultTimeoutError,
+    WorkflowStateError,
+    WorkflowTerminatedError,
+    WorkflowTimeoutError,
+)
+
+__all__ = [
+    "CancelResult",
+    "ChildWorkflowFailedError",
+    "Concurrency",
+    "InstanceStatus",
+    "JournalEntry",
+    "NonRetryableStepError",
+    "PurgeResult",
+    "RateLimit",
+    "Retry",
+    "Schedule",
+    "SignalResult",
+    "StartResult",
+    "Status",
+    "StepFailedError",
+    "StepTimeoutError",
+    "Wait",
+    "WaitOutcome",
+    "WorkflowCancelledError",
+    "WorkflowDefinitionError",
+    "WorkflowDeletedError",
+    "WorkflowError",
+    "WorkflowFailedError",
+    "WorkflowIdConflictError",
+    "WorkflowInterrupt",
+    "WorkflowJournalLimitError",
+    "WorkflowNonDeterminismError",
+    "WorkflowNotFoundError",
+    "WorkflowResultTimeoutError",
+    "WorkflowSignal",
+    "WorkflowStateError",
+    "WorkflowTerminatedError",
+    "WorkflowTimeoutError",
+    "cancel",
+    "drain",
+    "get_status",
+    "list_instances",
+    "signal",
+    "start",
+    "terminate",
+    "workflow",
+]
+
+# The client, the results and the models need Django's app registry: imported on first use,
+# so `from django_workflows import workflow` works in a workflows.py that loads during setup.
+_LAZY = {
+    "start": "client",
+    "signal": "client",
+    "get_status": "client",
+    "list_instances": "client",
+    "cancel": "client",
+    "terminate": "client",
+    "drain": "worker",
+    "Status": "models",
+    "StartResult": "results",
+    "SignalResult": "results",
+    "InstanceStatus": "results",
+    "CancelResult": "results",
+    "PurgeResult": "results",
+    "Wait": "results",
+    "JournalEntry": "results",
+    "WaitOutcome": "results",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'django_workflows' has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value

@@ -1,0 +1,94 @@
+"""System checks (manage.py check): configuration the engine cannot run correctly with."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.core.checks import Error, Warning, register
+from django.db import connections
+
+from .conf import get_settings
+
+
+@register()
+def check_settings(app_configs: Any = None, **kwargs: Any) -> list[Any]:
+    """E001: DJANGO_WORKFLOWS is invalid. E002: USE_TZ is off."""
+    problems: list[Any] = []
+    try:
+        get_settings()
+    except (ValueError, TypeError) as error:
+        problems.append(Error(str(error), id="django_workflows.E001"))
+    if not settings.USE_TZ:
+        problems.append(
+            Error(
+                "django_workflows stores aware UTC datetimes: set USE_TZ = True.",
+                id="django_workflows.E002",
+            )
+        )
+    return problems
+
+
+@register()
+def check_definitions(app_configs: Any = None, **kwargs: Any) -> list[Any]:
+    """W001: a concurrency or rate-limit key without a per-key limit is impossible by
+    construction; W002: a workflow name longer than its column on MySQL."""
+    from .models import KEY_LENGTH
+    from .registry import registry
+
+    problems: list[Any] = []
+    for definition in registry.all():
+        if len(definition.name) > KEY_LENGTH:
+            problems.append(
+                Error(
+                    f"Workflow name {definition.name[:40]!r}... is longer than {KEY_LENGTH} characters.",
+                    id="django_workflows.E003",
+                )
+            )
+    return problems
+
+
+@register(deploy=False, databases=True)  # type: ignore[call-arg]
+def check_database(app_configs: Any = None, databases: Any = None, **kwargs: Any) -> list[Any]:
+    """E004: PostgreSQL stricter than READ COMMITTED; E005: MariaDB < 10.6 or MySQL < 8.0.1."""
+    problems: list[Any] = []
+    try:
+        alias = get_settings().database
+    except (ValueError, TypeError):
+        return problems
+    if databases is not None and alias not in databases:
+        return problems
+    connection = connections[alias]
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW default_transaction_isolation")
+            level = cursor.fetchone()[0]
+        configured = connection.settings_dict.get("OPTIONS", {}).get("isolation_level")
+        if level != "read committed" or configured not in (None, 1):
+            problems.append(
+                Error(
+                    f"The workflow database {alias!r} runs transactions at {level.upper()}: the "
+                    f"store relies on READ COMMITTED, PostgreSQL's default.",
+                    id="django_workflows.E004",
+                )
+            )
+    elif connection.vendor == "mysql":
+        version = connection.mysql_version
+        if connection.mysql_is_mariadb and version < (10, 6):
+            problems.append(
+                Error(
+                    f"MariaDB {'.'.join(map(str, version))} lacks SELECT ... SKIP LOCKED: use 10.6 or newer.",
+                    id="django_workflows.E005",
+                )
+            )
+        elif not connection.mysql_is_mariadb and version < (8, 0, 1):
+            problems.append(
+                Error(
+                    f"MySQL {'.'.join(map(str, version))} lacks SELECT ... SKIP LOCKED: use 8.0.1 or newer.",
+                    id="django_workflows.E005",
+                )
+            )
+    return problems
+
+
+__all__ = ["Warning", "check_database", "check_definitions", "check_settings"]

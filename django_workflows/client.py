@@ -1,0 +1,306 @@
+"""The client: start, signal, inspect and cancel instances on the caller's connection.
+
+Inside `transaction.atomic()` every call joins the caller's transaction and commits or rolls
+back with it; the local worker is woken with `transaction.on_commit`.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from django.db import connections, transaction
+
+from . import clock, wakeups
+from .conf import database_alias
+from .definitions import Workflow, WorkflowSignal
+from .durations import Duration, parse_duration
+from .errors import WorkflowIdConflictError, WorkflowNotFoundError
+from .jsonvalues import to_json
+from .models import KEY_LENGTH, Status, WorkflowInstance
+from .registry import registry
+from .results import (
+    CancelResult,
+    InstanceStatus,
+    JournalEntry,
+    SignalResult,
+    StartResult,
+    Wait,
+)
+from .store import instances as store
+from .store import vendor
+from .store.signals import record_signal
+
+PRIORITY_MAX = 2_097_151
+
+
+def check_key(what: str, value: str | None, using: str, max_length: int = KEY_LENGTH) -> None:
+    """Refuse an id, name or key longer than its column (MySQL/MariaDB would cut or refuse it)."""
+    if value is None:
+        return
+    if not isinstance(value, str):
+        raise TypeError(f"{what} must be a string, not {type(value).__name__}.")
+    if len(value) > max_length and connections[using].vendor == "mysql":
+        raise ValueError(
+            f"{what} is {len(value)} characters long; the most it can be is {max_length}."
+        )
+    if "\x00" in value:
+        raise ValueError(f"{what} contains a NUL character.")
+
+
+def _wake_on_commit(using: str) -> None:
+    transaction.on_commit(wakeups.wake_local_workers, using=using)
+
+
+def start(
+    workflow: Workflow | str,
+    input: Any = None,
+    *,
+    id: str | None = None,
+    version: int | None = None,
+    timeout: Duration | None = None,
+    priority: int | None = None,
+    concurrency_key: str | None = None,
+    rate_limit_key: str | None = None,
+    using: str | None = None,
+) -> StartResult:
+    """Start an instance, or find the one with this id and input (`created=False`).
+
+    Raises WorkflowNotFoundError for an unknown workflow, WorkflowIdConflictError when the id
+    exists with another workflow or input, TypeError for an input that is not JSON, ValueError
+    for a bad duration, priority, key or id.
+    """
+    using = database_alias(using)
+    definition = registry.resolve(workflow, version)
+    value = to_json(input, f'The input of workflow "{definition.name}"', using=using)
+    if id is None:
+        id = str(uuid.uuid4())
+    check_key("The instance id", id, using)
+    if not id:
+        raise ValueError("The instance id must not be empty.")
+    if priority is not None and (
+        not isinstance(priority, int)
+        or isinstance(priority, bool)
+        or not 1 <= priority <= PRIORITY_MAX
+    ):
+        raise ValueError(f"priority must be an integer from 1 to {PRIORITY_MAX}, not {priority!r}.")
+    run_timeout = definition.timeout if timeout is None else parse_duration(timeout, "timeout")
+    concurrency_key = _key(definition, "concurrency", concurrency_key, value)
+    rate_limit_key = _key(definition, "rate_limit", rate_limit_key, value)
+    check_key("concurrency_key", concurrency_key, using)
+    check_key("rate_limit_key", rate_limit_key, using)
+    now = clock.now()
+    instance = WorkflowInstance(
+        id=id,
+        workflow=definition.name,
+        version=definition.version,
+        status=Status.PENDING,
+        input=value,
+        wake_at=now,
+        deadline=None if run_timeout is None else now + run_timeout,
+        priority=priority or 0,
+        concurrency_key=concurrency_key,
+        rate_limit_key=rate_limit_key,
+        created_at=now,
+        updated_at=now,
+    )
+    with transaction.atomic(using=using, savepoint=False):
+        stored, created = store.create_instance(using, instance)
+        if created:
+            _wake_on_commit(using)
+    if not created and (stored.workflow != definition.name or stored.input != value):
+        raise WorkflowIdConflictError(
+            f"Instance {id!r} exists already, of workflow {stored.workflow!r} with another "
+            f"input. Start it with the same workflow and input to get it back, or use another id."
+        )
+    return StartResult(stored.id, stored.workflow, stored.version, created, stored.status)
+
+
+def _key(definition: Workflow, kind: str, given: str | None, input: Any) -> str | None:
+    limits = definition.concurrency if kind == "concurrency" else definition.rate_limit
+    keyed = [limit for limit in limits if limit.key is not None]
+    if given is not None:
+        if not keyed:
+            raise ValueError(
+                f"{kind}_key was given, but workflow {definition.name!r} has no {kind} limit with a key."
+            )
+        return given
+    if not keyed:
+        return None
+    key = keyed[0].key(input)  # type: ignore[misc]
+    if key is not None and not isinstance(key, str):
+        raise TypeError(
+            f"The {kind} key function of workflow {definition.name!r} must return a string."
+        )
+    return key
+
+
+def signal(
+    signal: WorkflowSignal | str,
+    payload: Any = None,
+    *,
+    key: str | None = None,
+    id: str | None = None,
+    using: str | None = None,
+) -> SignalResult:
+    """Record a signal and wake the instances waiting for it with exactly this key.
+
+    With `id`, a signal with the same name and id is stored once (`created=False` after).
+    On PostgreSQL, refused with TypeError inside a transaction stricter than READ COMMITTED.
+    """
+    using = database_alias(using)
+    name = signal.name if isinstance(signal, WorkflowSignal) else signal
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"Expected a WorkflowSignal or a signal name, got {signal!r}.")
+    check_key("The signal name", name, using)
+    check_key("The signal key", key, using)
+    check_key("The signal id", id, using)
+    value = to_json(payload, f'The payload of signal "{name}"', using=using)
+    connection = connections[using]
+    if connection.in_atomic_block:
+        isolation = vendor.transaction_isolation(using)
+        if isolation is not None and isolation != "read committed":
+            raise TypeError(
+                f"signal() inside a {isolation.upper()} transaction could miss waits committed "
+                f"after the transaction's snapshot: send it in a READ COMMITTED transaction."
+            )
+    with transaction.atomic(using=using, savepoint=False):
+        recorded = record_signal(
+            using, name=name, key=key, dedupe_id=id, payload=value, now=clock.now()
+        )
+        if recorded.created:
+            _wake_on_commit(using)
+    return SignalResult(recorded.id, recorded.created, recorded.woken, recorded.key)
+
+
+def _journal_entry(name: str, doc: dict[str, Any]) -> JournalEntry:
+    started, finished = doc.get("started_at"), doc.get("finished_at")
+    return JournalEntry(
+        name=name,
+        kind=doc.get("kind", "step"),
+        status=doc.get("status", ""),
+        attempt=doc.get("attempt"),
+        result=doc.get("result"),
+        error=doc.get("error"),
+        started_at=datetime.fromisoformat(started) if started else None,
+        finished_at=datetime.fromisoformat(finished) if finished else None,
+    )
+
+
+def _status(
+    row: WorkflowInstance,
+    waits: list[tuple[str, str | None]],
+    journal: list[tuple[str, dict[str, Any]]] | None = None,
+    children: list[InstanceStatus] | None = None,
+) -> InstanceStatus:
+    return InstanceStatus(
+        id=row.id,
+        workflow=row.workflow,
+        version=row.version,
+        status=row.status,
+        input=row.input,
+        output=row.output,
+        error=row.error,
+        custom_status=row.custom_status,
+        wake_at=row.wake_at,
+        deadline=row.deadline,
+        priority=row.priority or None,
+        parent_id=row.parent_id,
+        schedule_id=row.schedule_id,
+        scheduled_at=row.scheduled_at,
+        runs=row.runs,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+        lease_owner=row.lease_owner,
+        cancel_requested=row.cancel_requested,
+        terminate_requested=row.terminate_requested,
+        waits=[Wait(signal, key) for signal, key in waits],
+        journal=None if journal is None else [_journal_entry(n, d) for n, d in journal],
+        children=children,
+    )
+
+
+def get_status(
+    id: str, *, journal: bool = False, children: bool = False, using: str | None = None
+) -> InstanceStatus | None:
+    """The instance with its waits (and its journal, and its children), or None for an unknown id."""
+    using = database_alias(using)
+    row = store.get_instance(using, id)
+    if row is None:
+        return None
+    waits = store.load_waits(using, [id]).get(id, [])
+    entries = store.load_journal(using, id) if journal else None
+    kids = None
+    if children:
+        rows = store.list_instances(using, parent_id=id, limit=10_000)
+        kid_waits = store.load_waits(using, [r.id for r in rows])
+        kids = [_status(r, kid_waits.get(r.id, [])) for r in rows]
+    return _status(row, waits, entries, kids)
+
+
+def list_instances(
+    *,
+    status: str | list[str] | None = None,
+    workflow: Workflow | str | None = None,
+    version: int | None = None,
+    parent_id: str | None = None,
+    schedule_id: str | None = None,
+    limit: int = 100,
+    offset: int = 0,
+    using: str | None = None,
+) -> list[InstanceStatus]:
+    """Instances matching every filter, oldest first; a page of them."""
+    using = database_alias(using)
+    statuses = [status] if isinstance(status, str) else list(status) if status else None
+    for value in statuses or []:
+        if value not in Status.values:
+            raise ValueError(f"Unknown status {value!r}; use one of {', '.join(Status.values)}.")
+    if not isinstance(limit, int) or limit < 1 or not isinstance(offset, int) or offset < 0:
+        raise ValueError("limit must be a positive integer and offset a non-negative one.")
+    name = workflow.name if isinstance(workflow, Workflow) else workflow
+    rows = store.list_instances(
+        using,
+        statuses=statuses,
+        workflow=name,
+        version=version,
+        parent_id=parent_id,
+        schedule_id=schedule_id,
+        limit=limit,
+        offset=offset,
+    )
+    waits = store.load_waits(using, [r.id for r in rows])
+    return [_status(r, waits.get(r.id, [])) for r in rows]
+
+
+def _request(id: str, reason: str | None, terminate: bool, using: str | None) -> CancelResult:
+    using = database_alias(using)
+    if reason is not None and not isinstance(reason, str):
+        raise TypeError(f"The reason must be a string, not {type(reason).__name__}.")
+    with transaction.atomic(using=using, savepoint=False):
+        accepted = store.request_cancel(
+            using, id, reason=reason, now=clock.now(), terminate=terminate
+        )
+        if accepted:
+            _wake_on_commit(using)
+    instance = get_status(id, using=using)
+    if instance is None:
+        raise WorkflowNotFoundError(f"No workflow instance has the id {id!r}.")
+    return CancelResult(accepted, instance)
+
+
+def cancel(id: str, reason: str | None = None, *, using: str | None = None) -> CancelResult:
+    """Cancel an unfinished instance: it stops at its next ctx call and runs its compensations.
+
+    `accepted` is False when it had ended, was compensating, or a cancel or terminate was
+    requested before. Raises WorkflowNotFoundError for an unknown id.
+    """
+    return _request(id, reason, False, using)
+
+
+def terminate(id: str, reason: str | None = None, *, using: str | None = None) -> CancelResult:
+    """Stop an instance without running its compensations; it ends `cancelled`.
+
+    Raises WorkflowNotFoundError for an unknown id.
+    """
+    return _request(id, reason, True, using)

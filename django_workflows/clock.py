@@ -1,0 +1,69 @@
+"""The engine's clock: every timestamp it writes comes from here, so tests can move time."""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from django.utils.module_loading import import_string
+
+
+class Clock(Protocol):
+    """Anything with a `now()` returning an aware datetime."""
+
+    def now(self) -> datetime: ...
+
+
+class SystemClock:
+    """The wall clock, in UTC."""
+
+    def now(self) -> datetime:
+        return datetime.now(UTC)
+
+
+_lock = threading.Lock()
+_override: list[Clock] = []  # use_clock() stack, process-wide on purpose: every thread and worker
+_configured: Clock | None = None
+
+
+def set_override(clock: Clock | None) -> None:
+    """Push (or, with None, pop) the process-wide clock that use_clock() installs."""
+    with _lock:
+        if clock is None:
+            _override.pop()
+        else:
+            _override.append(clock)
+
+
+def reset() -> None:
+    global _configured
+    with _lock:
+        _configured = None
+
+
+def get_clock() -> Clock:
+    """The clock in use: use_clock()'s, else the CLOCK setting's, else the system clock."""
+    global _configured
+    if _override:
+        return _override[-1]
+    if _configured is None:
+        from .conf import get_settings
+
+        configured: Any = get_settings().clock
+        if isinstance(configured, str):
+            configured = import_string(configured)
+            if isinstance(configured, type):
+                configured = configured()
+        _configured = configured or SystemClock()
+    return _configured
+
+
+def now() -> datetime:
+    """The current time of the clock in use, as an aware UTC datetime."""
+    value = get_clock().now()
+    if value.tzinfo is None:
+        raise ValueError(
+            "The workflow clock returned a naive datetime; clocks must return aware ones."
+        )
+    return value.astimezone(UTC)

@@ -1,0 +1,115 @@
+"""The DJANGO_WORKFLOWS setting as a typed object, read again whenever the setting changes."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.core.signals import setting_changed
+from django.dispatch import receiver
+
+from .durations import parse_duration
+
+SETTING = "DJANGO_WORKFLOWS"
+_KEYS = {"DATABASE", "WORKER", "RETRY", "JOURNAL", "CLOCK", "CODEC"}
+_WORKER_KEYS = {
+    "CONCURRENCY",
+    "POLL_INTERVAL",
+    "LEASE_DURATION",
+    "HEARTBEAT_INTERVAL",
+    "SHUTDOWN_TIMEOUT",
+}
+_JOURNAL_KEYS = {"WARN_ENTRIES", "WARN_BYTES", "MAX_ENTRIES", "MAX_BYTES"}
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    concurrency: int = 10
+    poll_interval: timedelta = timedelta(seconds=1)
+    lease_duration: timedelta = timedelta(seconds=30)
+    heartbeat_interval: timedelta = timedelta(seconds=10)
+    shutdown_timeout: timedelta = timedelta(seconds=10)
+
+
+@dataclass(frozen=True)
+class JournalLimits:
+    warn_entries: float = 1000
+    warn_bytes: float = 1_000_000
+    max_entries: float = 10_000
+    max_bytes: float = 10_000_000
+
+
+@dataclass(frozen=True)
+class WorkflowSettings:
+    database: str
+    worker: WorkerSettings
+    retry: Any
+    journal: JournalLimits
+    clock: Any
+    codec: Any
+
+
+def _unknown(keys: Any, allowed: set[str], where: str) -> None:
+    extra = sorted(set(keys) - allowed)
+    if extra:
+        raise ValueError(f"{where} has unknown keys: {', '.join(extra)}.")
+
+
+@functools.cache
+def get_settings() -> WorkflowSettings:
+    """The DJANGO_WORKFLOWS setting, validated; raises ValueError naming a bad key or value."""
+    raw = getattr(settings, SETTING, None) or {}
+    _unknown(raw, _KEYS, SETTING)
+    worker_raw = raw.get("WORKER") or {}
+    _unknown(worker_raw, _WORKER_KEYS, f"{SETTING}['WORKER']")
+    lease = parse_duration(worker_raw.get("LEASE_DURATION", "30s"), "WORKER['LEASE_DURATION']")
+    heartbeat = worker_raw.get("HEARTBEAT_INTERVAL")
+    concurrency = worker_raw.get("CONCURRENCY", 10)
+    if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
+        raise ValueError(f"WORKER['CONCURRENCY'] must be a positive integer, not {concurrency!r}.")
+    worker = WorkerSettings(
+        concurrency=concurrency,
+        poll_interval=parse_duration(
+            worker_raw.get("POLL_INTERVAL", "1s"), "WORKER['POLL_INTERVAL']"
+        ),
+        lease_duration=lease,
+        heartbeat_interval=(
+            lease / 3
+            if heartbeat is None
+            else parse_duration(heartbeat, "WORKER['HEARTBEAT_INTERVAL']")
+        ),
+        shutdown_timeout=parse_duration(
+            worker_raw.get("SHUTDOWN_TIMEOUT", "10s"), "WORKER['SHUTDOWN_TIMEOUT']"
+        ),
+    )
+    journal_raw = raw.get("JOURNAL") or {}
+    _unknown(journal_raw, _JOURNAL_KEYS, f"{SETTING}['JOURNAL']")
+    journal = JournalLimits(
+        **{key.lower(): float(value) for key, value in journal_raw.items()}  # inf turns a check off
+    )
+    return WorkflowSettings(
+        database=raw.get("DATABASE", "default"),
+        worker=worker,
+        retry=raw.get("RETRY"),
+        journal=journal,
+        clock=raw.get("CLOCK"),
+        codec=raw.get("CODEC"),
+    )
+
+
+def database_alias(using: str | None = None) -> str:
+    """The alias whose tables hold the workflows: `using`, or the DATABASE setting."""
+    return using or get_settings().database
+
+
+@receiver(setting_changed)
+def _reload(*, setting: str, **kwargs: Any) -> None:
+    if setting == SETTING:
+        get_settings.cache_clear()
+        from . import clock, retries
+
+        clock.reset()
+        retries.default_retry.cache_clear()

@@ -1,0 +1,224 @@
+"""What workflow code declares: @workflow, Retry, Concurrency, RateLimit, Schedule, WorkflowSignal."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from .durations import Duration, parse_duration
+
+_UNSET: Any = object()
+JITTERS = ("none", "full", "equal")
+
+
+@dataclass(frozen=True)
+class Retry:
+    """How a step retries. Fields left as they are merge over the RETRY setting's."""
+
+    attempts: int = _UNSET
+    delay: Duration = _UNSET
+    factor: float = _UNSET
+    max_delay: Duration = _UNSET
+    jitter: str = _UNSET
+    backoff: Callable[[int, BaseException], Duration] | None = _UNSET
+    retry_if: Callable[[BaseException, int], bool] | None = _UNSET
+
+    def __post_init__(self) -> None:
+        if self.attempts is not _UNSET and (
+            not isinstance(self.attempts, int)
+            or isinstance(self.attempts, bool)
+            or self.attempts < 1
+        ):
+            raise ValueError(f"Retry attempts must be a positive integer, not {self.attempts!r}.")
+        if self.delay is not _UNSET:
+            parse_duration(self.delay, "Retry delay")
+        if self.max_delay is not _UNSET:
+            parse_duration(self.max_delay, "Retry max_delay")
+        if self.factor is not _UNSET and (
+            not isinstance(self.factor, int | float) or self.factor < 1
+        ):
+            raise ValueError(f"Retry factor must be a number of at least 1, not {self.factor!r}.")
+        if self.jitter is not _UNSET and self.jitter not in JITTERS:
+            raise ValueError(
+                f"Retry jitter must be one of {', '.join(JITTERS)}, not {self.jitter!r}."
+            )
+
+    def given(self) -> dict[str, Any]:
+        """The fields this Retry sets."""
+        return {
+            name: getattr(self, name)
+            for name in (
+                "attempts",
+                "delay",
+                "factor",
+                "max_delay",
+                "jitter",
+                "backoff",
+                "retry_if",
+            )
+            if getattr(self, name) is not _UNSET
+        }
+
+
+@dataclass(frozen=True)
+class Concurrency:
+    """At most `limit` executions at once; per value of `key(input)` when `key` is given."""
+
+    limit: int
+    key: Callable[[Any], str] | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.limit, int) or isinstance(self.limit, bool) or self.limit < 1:
+            raise ValueError(f"Concurrency limit must be a positive integer, not {self.limit!r}.")
+
+
+@dataclass(frozen=True)
+class RateLimit:
+    """At most `max` executions start per window of `duration`; per key when `key` is given."""
+
+    max: int
+    duration: Duration
+    key: Callable[[Any], str] | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.max, int) or isinstance(self.max, bool) or self.max < 1:
+            raise ValueError(f"RateLimit max must be a positive integer, not {self.max!r}.")
+        if parse_duration(self.duration, "RateLimit duration") <= timedelta():
+            raise ValueError("RateLimit duration must be longer than zero.")
+
+
+SCHEDULE_ID = re.compile(r"^[A-Za-z0-9.:_-]+$")
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """A schedule declared on a workflow: `cron`, `every` or `rrule`, and how it runs."""
+
+    id: str
+    cron: str | None = None
+    every: Duration | None = None
+    rrule: str | None = None
+    tz: str = "UTC"
+    start_at: datetime | None = None
+    end_at: datetime | None = None
+    limit: int | None = None
+    missed: str = "skip"
+    overlap: str = "skip"
+    priority: int | None = None
+    input: Any = None
+
+
+@dataclass(frozen=True)
+class ScheduleOccurrence:
+    """The schedule and time that started an instance (`ctx.schedule`)."""
+
+    id: str
+    at: datetime
+
+
+@dataclass(frozen=True)
+class WorkflowSignal:
+    """A signal's name, shared by the sender (`signal()`) and the workflow that waits for it."""
+
+    name: str
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError("A WorkflowSignal needs a non-empty name.")
+
+
+@dataclass(frozen=True, eq=False)
+class Workflow:
+    """A registered workflow definition: what `@workflow` returns."""
+
+    name: str
+    version: int
+    run: Callable[[Any, Any], Any]
+    timeout: timedelta | None = None
+    concurrency: tuple[Concurrency, ...] = ()
+    rate_limit: tuple[RateLimit, ...] = ()
+    schedules: tuple[Schedule, ...] = ()
+    target: Any = field(default=None, repr=False)
+
+    def __call__(self, ctx: Any, input: Any) -> Any:
+        return self.run(ctx, input)
+
+    @property
+    def key_limits(self) -> bool:
+        """Whether a concurrency limit has a key."""
+        return any(limit.key is not None for limit in self.concurrency)
+
+    @property
+    def key_rate_limits(self) -> bool:
+        """Whether a rate limit has a key."""
+        return any(limit.key is not None for limit in self.rate_limit)
+
+
+def _as_tuple(value: Any, kind: type) -> tuple[Any, ...]:
+    if value is None:
+        return ()
+    values = tuple(value) if isinstance(value, list | tuple) else (value,)
+    for item in values:
+        if not isinstance(item, kind):
+            raise ValueError(f"Expected {kind.__name__} objects, got {item!r}.")
+    if len([v for v in values if v.key is None]) > 1 or len([v for v in values if v.key]) > 1:
+        raise ValueError(f"Give at most one {kind.__name__} without a key and one with a key.")
+    return values
+
+
+def workflow(
+    name: str,
+    *,
+    version: int = 1,
+    timeout: Duration | None = None,
+    concurrency: Concurrency | Sequence[Concurrency] | None = None,
+    rate_limit: RateLimit | Sequence[RateLimit] | None = None,
+    schedules: Sequence[Schedule] = (),
+) -> Callable[[Any], Workflow]:
+    """Register a function `(ctx, input)`, or a class with `run(self, ctx, input)`, as a workflow."""
+    if not isinstance(name, str) or not name:
+        raise ValueError("A workflow needs a non-empty name.")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise ValueError(f"Workflow {name!r}: version must be a positive integer, not {version!r}.")
+    run_timeout = None if timeout is None else parse_duration(timeout, f"Workflow {name!r} timeout")
+    limits = _as_tuple(concurrency, Concurrency)
+    rates = _as_tuple(rate_limit, RateLimit)
+    for schedule in schedules:
+        if not isinstance(schedule, Schedule):
+            raise ValueError(
+                f"Workflow {name!r}: schedules takes Schedule objects, got {schedule!r}."
+            )
+
+    def decorate(target: Any) -> Workflow:
+        if isinstance(target, type):
+            runner = target()
+            if not callable(getattr(runner, "run", None)):
+                raise ValueError(
+                    f"Workflow {name!r}: the class {target.__name__} needs a run(ctx, input) method."
+                )
+            run = runner.run
+        elif callable(target):
+            run = target
+        else:
+            raise ValueError(
+                f"@workflow({name!r}) decorates a function or a class, not {target!r}."
+            )
+        definition = Workflow(
+            name=name,
+            version=version,
+            run=run,
+            timeout=run_timeout,
+            concurrency=limits,
+            rate_limit=rates,
+            schedules=tuple(schedules),
+            target=target,
+        )
+        from .registry import registry
+
+        registry.register(definition)
+        return definition
+
+    return decorate

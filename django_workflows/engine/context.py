@@ -1,0 +1,291 @@
+"""The workflow context (`ctx`) and the step context: the API workflow code calls."""
+
+from __future__ import annotations
+
+import random as _random
+import threading
+import time
+import uuid as _uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from .. import errors
+from ..definitions import ScheduleOccurrence, WorkflowSignal
+from ..durations import Duration, parse_duration
+from ..jsonvalues import dumps, to_json
+from ..results import WaitOutcome
+from . import journal
+from .interrupts import Suspend
+
+if TYPE_CHECKING:
+    from .execution import Execution
+
+CUSTOM_STATUS_LIMIT = 16 * 1024
+
+
+@dataclass(frozen=True)
+class SignalCondition:
+    """A signal to wait for, in wait_for_any()."""
+
+    signal: str
+    key: str | None
+    match: Callable[[Any], bool] | None
+
+
+@dataclass(frozen=True)
+class TimerCondition:
+    """A timer, in wait_for_any(): fires `duration` after the wait is first reached, or at `until`."""
+
+    duration: timedelta | None
+    until: datetime | None
+
+
+class StepContext:
+    """What a step's function (and a compensation) receives."""
+
+    def __init__(
+        self,
+        execution: Execution,
+        name: str,
+        entry_name: str,
+        attempt: int,
+        progress: Any,
+        reason: BaseException | None = None,
+    ):
+        self._execution = execution
+        self._name = name
+        self._entry_name = entry_name
+        self.idempotency_key = f"{execution.instance.id}:{entry_name}"
+        self.attempt = attempt
+        self.progress = progress
+        self.reason = reason
+        self.cancelled = threading.Event()
+        self.last_beat = time.monotonic()
+
+    def heartbeat(self, progress: Any = None) -> None:
+        """Journal a checkpoint (the next attempt gets it as `progress`) and renew heartbeat_timeout."""
+        self.last_beat = time.monotonic()
+        if progress is not None:
+            progress = to_json(
+                progress, f'The progress of step "{self._name}"', using=self._execution.using
+            )
+            self.progress = progress
+            self._execution.checkpoint(self._entry_name, progress)
+
+
+def _name(name: Any, what: str) -> str:
+    if not isinstance(name, str) or not name:
+        raise errors.WorkflowDefinitionError(f"A {what} needs a non-empty name, got {name!r}.")
+    return name
+
+
+def _signal_name(signal: WorkflowSignal | str) -> str:
+    name = signal.name if isinstance(signal, WorkflowSignal) else signal
+    if not isinstance(name, str) or not name:
+        raise errors.WorkflowDefinitionError(
+            f"Expected a WorkflowSignal or a signal name, got {signal!r}."
+        )
+    return name
+
+
+class WorkflowContext:
+    """`ctx`: every side effect, wait and decision that must survive a restart goes through it."""
+
+    def __init__(self, execution: Execution):
+        self._x = execution
+        instance = execution.instance
+        self.instance_id: str = instance.id
+        self.workflow: str = instance.workflow
+        self.version: int = instance.version
+        self.run: int = instance.runs
+        self.schedule: ScheduleOccurrence | None = (
+            ScheduleOccurrence(instance.schedule_id, instance.scheduled_at)
+            if instance.schedule_id and instance.scheduled_at
+            else None
+        )
+
+    # -- steps ---------------------------------------------------------------------------------
+
+    def step(
+        self,
+        name: str,
+        fn: Callable[[StepContext], Any],
+        *,
+        retry: Any = None,
+        timeout: Duration | None = None,
+        heartbeat_timeout: Duration | None = None,
+        compensate: Callable[[Any, StepContext], Any] | None = None,
+        compensate_retry: Any = None,
+    ) -> Any:
+        """Run `fn(step)` once and journal its result; later executions get the journaled result."""
+        name = _name(name, "step")
+        if not callable(fn):
+            raise errors.WorkflowDefinitionError(f'Step "{name}" needs a function, got {fn!r}.')
+        return self._x.run_step(
+            name,
+            fn,
+            retry=retry,
+            timeout=None if timeout is None else parse_duration(timeout, f'Step "{name}" timeout'),
+            heartbeat_timeout=(
+                None
+                if heartbeat_timeout is None
+                else parse_duration(heartbeat_timeout, f'Step "{name}" heartbeat_timeout')
+            ),
+            compensate=compensate,
+            compensate_retry=compensate_retry,
+        )
+
+    # -- time ----------------------------------------------------------------------------------
+
+    def sleep(
+        self, name: str, duration: Duration | None = None, *, until: datetime | None = None
+    ) -> None:
+        """Park the instance for `duration`, or until the aware datetime `until`."""
+        name = _name(name, "sleep")
+        timer = self.timer(duration, until=until)
+        x = self._x
+        position, entry = x.enter(name, "sleep")
+        if entry is not None and entry["status"] == journal.COMPLETED:
+            return None
+        x.check_interrupts(name, entry)
+        if entry is None:
+            wake_at = x.timer_deadline(timer)
+            entry = x.record(
+                name,
+                position,
+                kind="sleep",
+                status=journal.PENDING,
+                started_at=journal.timestamp(x.now()),
+                wake_at=journal.timestamp(wake_at),
+            )
+        wake_at = journal.parse_timestamp(entry["wake_at"])
+        assert wake_at is not None
+        if x.now() >= wake_at:
+            x.record(
+                name,
+                position,
+                **{**entry, "status": journal.COMPLETED, "finished_at": journal.timestamp(x.now())},
+            )
+            return None
+        x.suspend(wake_at=wake_at)
+
+    def timer(
+        self, duration: Duration | None = None, *, until: datetime | None = None
+    ) -> TimerCondition:
+        """A timer condition for wait_for_any()."""
+        if (duration is None) == (until is None):
+            raise errors.WorkflowDefinitionError(
+                "Give a timer either a duration or until=, not both or neither."
+            )
+        if until is not None:
+            if not isinstance(until, datetime) or until.tzinfo is None:
+                raise ValueError(f"until must be an aware datetime, not {until!r}.")
+            return TimerCondition(None, until)
+        return TimerCondition(parse_duration(duration, "The timer's duration"), None)  # type: ignore[arg-type]
+
+    # -- signals -------------------------------------------------------------------------------
+
+    def signal_wait(
+        self,
+        signal: WorkflowSignal | str,
+        *,
+        key: str | None = None,
+        match: Callable[[Any], bool] | None = None,
+    ) -> SignalCondition:
+        """A signal condition for wait_for_any(): `signal` with exactly `key`, filtered by `match`."""
+        if key is not None and not isinstance(key, str):
+            raise errors.WorkflowDefinitionError(f"A signal key must be a string, not {key!r}.")
+        return SignalCondition(_signal_name(signal), key, match)
+
+    def wait_for_signal(
+        self,
+        name: str,
+        signal: WorkflowSignal | str,
+        *,
+        key: str | None = None,
+        timeout: Duration | None = None,
+        match: Callable[[Any], bool] | None = None,
+    ) -> Any:
+        """Wait for `signal` with `key`; its payload, or None once `timeout` passes."""
+        name = _name(name, "wait")
+        conditions: dict[str, Any] = {"signal": self.signal_wait(signal, key=key, match=match)}
+        if timeout is not None:
+            conditions["timeout"] = self.timer(timeout)
+        return self._x.wait(name, conditions).value
+
+    def wait_for_any(
+        self, name: str, conditions: dict[str, Any] | None = None, /, **more: Any
+    ) -> WaitOutcome:
+        """Wait for whichever condition happens first; WaitOutcome(key, value)."""
+        name = _name(name, "wait")
+        merged = {**(conditions or {}), **more}
+        if not merged:
+            raise errors.WorkflowDefinitionError(
+                f'wait_for_any("{name}") needs at least one condition.'
+            )
+        for key, condition in merged.items():
+            if not isinstance(condition, SignalCondition | TimerCondition):
+                raise errors.WorkflowDefinitionError(
+                    f'wait_for_any("{name}"): condition {key!r} must be ctx.signal_wait() or ctx.timer(), '
+                    f"not {condition!r}."
+                )
+        return self._x.wait(name, merged)
+
+    # -- structure -----------------------------------------------------------------------------
+
+    def gather(self, *fns: Callable[[], Any]) -> list[Any]:
+        """Run each zero-argument callable concurrently; their results, in argument order."""
+        for fn in fns:
+            if not callable(fn):
+                raise errors.WorkflowDefinitionError(
+                    f"gather() takes zero-argument callables, not {fn!r}."
+                )
+        return self._x.gather(list(fns))
+
+    def commit(self, name: str) -> None:
+        """The point of no return: discard the compensations registered so far."""
+        name = _name(name, "commit point")
+        x = self._x
+        position, entry = x.enter(name, "commit")
+        if entry is None or entry["status"] != journal.COMPLETED:
+            x.check_interrupts(name, entry)
+            x.record(
+                name,
+                position,
+                kind="commit",
+                status=journal.COMPLETED,
+                finished_at=journal.timestamp(x.now()),
+            )
+        x.discard_compensations()
+
+    def fail(self, message: str) -> None:
+        """Fail the instance: its compensations run and it ends `failed` with WorkflowFailedError."""
+        self._x.check_interrupts(None, None)
+        raise errors.WorkflowFailedError(str(message), instance_id=self.instance_id)
+
+    def set_status(self, value: Any) -> None:
+        """Set the custom status (JSON, at most 16 KiB; None clears it), written with the next write."""
+        value = to_json(value, "The custom status", using=self._x.using)
+        if len(dumps(value, "The custom status").encode()) > CUSTOM_STATUS_LIMIT:
+            raise TypeError("The custom status takes more than 16 KiB as JSON.")
+        self._x.set_custom_status(value)
+
+    # -- journaled values ----------------------------------------------------------------------
+
+    def now(self) -> datetime:
+        """The engine clock's time, journaled: every replay gets the same one."""
+        value = self._x.value("now", lambda: journal.timestamp(self._x.now()))
+        return datetime.fromisoformat(value)
+
+    def random(self) -> float:
+        """A random float in [0, 1), journaled."""
+        return float(self._x.value("random", _random.random))
+
+    def uuid(self) -> str:
+        """A random UUID as a string, journaled."""
+        return str(self._x.value("uuid", lambda: str(_uuid.uuid4())))
+
+
+__all__ = ["SignalCondition", "StepContext", "Suspend", "TimerCondition", "WorkflowContext"]

@@ -1,0 +1,296 @@
+"""One execution of one claimed instance: run it forward, park it, end it, or undo it."""
+
+from __future__ import annotations
+
+import copy
+import logging
+from typing import Any
+
+from .. import errors
+from ..jsonvalues import to_json
+from ..models import Status
+from ..retries import default_retry
+from ..store import instances as store
+from . import journal
+from .context import StepContext, WorkflowContext
+from .interrupts import Cancel, HandBack, JournalFull, LeaseLost, ReplayEnd, RunTimeout, Suspend
+from .runtime import Compensation, Runtime
+
+logger = logging.getLogger("django_workflows")
+
+_UNDONE_AS = {
+    "WorkflowCancelledError": Status.CANCELLED,
+    "WorkflowTerminatedError": Status.CANCELLED,
+}
+_FINAL_EVENTS = {
+    Status.COMPLETED: "workflow-completed",
+    Status.FAILED: "workflow-failed",
+    Status.CANCELLED: "workflow-cancelled",
+    Status.COMPENSATION_FAILED: "workflow-compensation-failed",
+}
+
+
+class Execution(Runtime):
+    """Runs one claimed instance until it parks, ends, or loses its lease."""
+
+    def execute(self) -> str:
+        """Run the instance; returns what became of it: a status, "handed-back" or "lease-lost"."""
+        first = self.instance.runs <= 1 and self.instance.status == Status.RUNNING
+        if first:
+            self._emit("workflow-started")
+        else:
+            self._emit("workflow-resumed", run=self.instance.runs)
+        try:
+            if self.instance.status == Status.COMPENSATING:
+                return self._resume_undo()
+            return self._run_forward()
+        except LeaseLost:
+            logger.warning(
+                "Instance %s lost its lease; its execution stopped without writing.",
+                self.instance.id,
+            )
+            return "lease-lost"
+        except HandBack:
+            return self._hand_back()
+
+    # -- forward -------------------------------------------------------------------------------
+
+    def _run_forward(self) -> str:
+        ctx = WorkflowContext(self)
+        try:
+            output = self.definition.run(ctx, copy.deepcopy(self.instance.input))
+        except (LeaseLost, HandBack):
+            raise
+        except Suspend:
+            if self.definition_error is not None:
+                return self._fail_definition()
+            return self._park()
+        except Cancel as cancel:
+            return self._undo(self._cancel_error(cancel.terminate))
+        except RunTimeout:
+            return self._undo(
+                errors.WorkflowTimeoutError(
+                    f"Instance {self.instance.id!r} ran past its run timeout "
+                    f"({self.instance.deadline.isoformat() if self.instance.deadline else ''})."
+                )
+            )
+        except JournalFull:
+            return self._undo(
+                errors.WorkflowJournalLimitError(
+                    f"The journal of instance {self.instance.id!r} reached its limit "
+                    f"({len(self.journal)} entries, {self._journal_bytes} bytes)."
+                )
+            )
+        except ReplayEnd:
+            raise AssertionError("ReplayEnd outside a replay")
+        except Exception as error:
+            if self.definition_error is not None:
+                return self._fail_definition()
+            return self._undo(error)
+        if self.definition_error is not None:
+            return self._fail_definition()
+        if self.flags.terminate_requested or self.flags.cancel_requested:
+            return self._undo(self._cancel_error(self.flags.terminate_requested))
+        try:
+            output = to_json(output, "The workflow's output", using=self.using)
+        except (TypeError, ValueError) as error:
+            return self._undo(error)
+        return self._finish(Status.COMPLETED, output=output)
+
+    def _park(self) -> str:
+        wake_at = self.suspension.wake_at
+        deadline = self.instance.deadline
+        if deadline is not None and (wake_at is None or deadline < wake_at):
+            wake_at = deadline
+        waits = list(dict.fromkeys(self.suspension.waits))
+        self.write(
+            changes={"status": Status.SUSPENDED},
+            release=store.Release(wake_at, waits, self.last_signal_id),
+        )
+        self._emit(
+            "workflow-suspended", wakeAt=wake_at, waits=[{"signal": s, "key": k} for s, k in waits]
+        )
+        return Status.SUSPENDED
+
+    def _hand_back(self) -> str:
+        status = (
+            Status.COMPENSATING if self.instance.status == Status.COMPENSATING else Status.SUSPENDED
+        )
+        try:
+            self.write(
+                changes={"status": status},
+                release=store.Release(self.now(), [], self.last_signal_id),
+            )
+        except LeaseLost:
+            return "lease-lost"
+        logger.info("Instance %s handed back for another worker.", self.instance.id)
+        return "handed-back"
+
+    def _cancel_error(self, terminate: bool) -> errors.WorkflowError:
+        reason = self.flags.reason
+        if terminate:
+            return errors.WorkflowTerminatedError(reason or "Terminated.")
+        return errors.WorkflowCancelledError(reason or "Cancelled.")
+
+    def _fail_definition(self) -> str:
+        assert self.definition_error is not None
+        return self._finish(Status.FAILED, error=journal.serialize_error(self.definition_error))
+
+    # -- undo ------------------------------------------------------------------------------------
+
+    def _undo(self, reason: BaseException) -> str:
+        """The instance failed or was cancelled: run the compensations, in reverse order."""
+        if self.flags.terminate_requested:
+            return self._finish(
+                Status.CANCELLED, error=journal.serialize_error(self._cancel_error(True))
+            )
+        error = journal.serialize_error(reason)
+        compensations = sorted(self.compensations, key=lambda c: c.position, reverse=True)
+        if not compensations:
+            return self._finish(_UNDONE_AS.get(error["name"], Status.FAILED), error=error)
+        self.write(changes={"status": Status.COMPENSATING, "error": error})
+        self.instance.status = Status.COMPENSATING
+        self._emit("workflow-compensating", error=error)
+        return self._compensate(compensations, error)
+
+    def _resume_undo(self) -> str:
+        """A compensating instance: replay run() to rebuild its compensations, then go on."""
+        error = self.instance.error or {"name": "WorkflowError", "message": "Unknown failure."}
+        self.replay_only = True
+        try:
+            self.definition.run(WorkflowContext(self), copy.deepcopy(self.instance.input))
+        except (LeaseLost, HandBack):
+            raise
+        except (ReplayEnd, Suspend, Cancel, RunTimeout, JournalFull, Exception):
+            pass
+        self.replay_only = False
+        if self.definition_error is not None:
+            failure = {**error, "compensation": journal.serialize_error(self.definition_error)}
+            return self._finish(Status.COMPENSATION_FAILED, error=failure)
+        compensations = sorted(self.compensations, key=lambda c: c.position, reverse=True)
+        return self._compensate(compensations, error)
+
+    def _compensate(self, compensations: list[Compensation], error: dict[str, Any]) -> str:
+        reason = journal.error_from_dict(error)
+        for compensation in compensations:
+            outcome = self._run_compensation(compensation, error, reason)
+            if outcome is not None:
+                return outcome
+        return self._finish(_UNDONE_AS.get(error["name"], Status.FAILED), error=error)
+
+    def _run_compensation(
+        self, compensation: Compensation, error: dict[str, Any], reason: BaseException
+    ) -> str | None:
+        """Run one compensation to its end; a final status when the undo cannot go on."""
+        name = f"$compensate:{compensation.step}"
+        entry = self.journal.get(name)
+        if entry is not None and entry["status"] == journal.COMPLETED:
+            return None
+        policy = default_retry().merged(
+            compensation.retry, f'Step "{compensation.step}" compensate_retry'
+        )
+        while True:
+            if self.flags.terminate_requested:
+                return self._finish(
+                    Status.CANCELLED, error=journal.serialize_error(self._cancel_error(True))
+                )
+            if self.stop_reason is not None:
+                raise LeaseLost() if self.stop_reason == "lease-lost" else HandBack()
+            now = self.now()
+            if entry is not None and entry["status"] == journal.PENDING:
+                retry_at = journal.parse_timestamp(entry.get("retry_at"))
+                if retry_at is not None and retry_at > now:
+                    self.write(
+                        changes={"status": Status.COMPENSATING},
+                        release=store.Release(retry_at, [], self.last_signal_id),
+                    )
+                    self._emit("workflow-suspended", wakeAt=retry_at, waits=[])
+                    return Status.COMPENSATING
+            attempt = (entry.get("attempt") or 0) + 1 if entry is not None else 1
+            running = self.record(
+                name,
+                None,
+                kind="compensation",
+                status=journal.RUNNING,
+                step=compensation.step,
+                attempt=attempt,
+                started_at=journal.timestamp(now),
+            )
+            self.write()
+            step = StepContext(self, compensation.step, name, attempt, None, reason=reason)
+            try:
+                self._call(
+                    step,
+                    lambda step=step: compensation.fn(copy.deepcopy(compensation.result), step),
+                    None,
+                    None,
+                )
+            except Exception as failure:
+                if self.stop_reason is not None:
+                    raise LeaseLost() if self.stop_reason == "lease-lost" else HandBack()
+                now = self.now()
+                failed = {
+                    **running,
+                    "error": journal.serialize_error(failure),
+                    "finished_at": journal.timestamp(now),
+                }
+                if policy.gives_up(attempt, failure):
+                    self.record(name, None, **{**failed, "status": journal.FAILED})
+                    self._emit(
+                        "step-failed",
+                        step=name,
+                        attempt=attempt,
+                        error=journal.serialize_error(failure),
+                        retryAt=None,
+                    )
+                    compensation_error = {
+                        **journal.serialize_error(failure),
+                        "step": compensation.step,
+                        "attempts": attempt,
+                    }
+                    return self._finish(
+                        Status.COMPENSATION_FAILED,
+                        error={**error, "compensation": compensation_error},
+                    )
+                retry_at = now + policy.wait_before(attempt, failure)
+                entry = self.record(
+                    name,
+                    None,
+                    **{
+                        **failed,
+                        "status": journal.PENDING,
+                        "retry_at": journal.timestamp(retry_at),
+                    },
+                )
+                self._emit(
+                    "step-failed",
+                    step=name,
+                    attempt=attempt,
+                    error=journal.serialize_error(failure),
+                    retryAt=retry_at,
+                )
+                continue
+            self.record(
+                name,
+                None,
+                **{
+                    **running,
+                    "status": journal.COMPLETED,
+                    "finished_at": journal.timestamp(self.now()),
+                },
+            )
+            self._emit("step-compensated", step=compensation.step, attempt=attempt)
+            return None
+
+    # -- the end ---------------------------------------------------------------------------------
+
+    def _finish(
+        self, status: str, *, output: Any = None, error: dict[str, Any] | None = None
+    ) -> str:
+        changes: dict[str, Any] = {"status": status, "output": output, "error": error}
+        self.write(changes=changes, release=store.Release(None, [], self.last_signal_id))
+        data: dict[str, Any] = (
+            {"output": output} if status == Status.COMPLETED else {"error": error}
+        )
+        self._emit(_FINAL_EVENTS[status], **data)
+        return status

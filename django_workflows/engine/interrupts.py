@@ -1,0 +1,38 @@
+"""The engine's control flow. All are WorkflowInterrupt, a BaseException that
+`except Exception:` in workflow code cannot swallow."""
+
+from __future__ import annotations
+
+from ..errors import WorkflowInterrupt
+
+
+class Suspend(WorkflowInterrupt):
+    """The instance parks: a sleep, a wait or a retry's backoff is not due yet."""
+
+
+class Cancel(WorkflowInterrupt):
+    """An operator's cancel (or terminate) reached the instance at a ctx call."""
+
+    def __init__(self, terminate: bool):
+        super().__init__("terminated" if terminate else "cancelled")
+        self.terminate = terminate
+
+
+class RunTimeout(WorkflowInterrupt):
+    """The instance's run timeout (its deadline) passed."""
+
+
+class JournalFull(WorkflowInterrupt):
+    """The journal reached JOURNAL['MAX_ENTRIES'] or ['MAX_BYTES']."""
+
+
+class LeaseLost(WorkflowInterrupt):
+    """Another worker owns the instance now, or it was deleted: stop, write nothing more."""
+
+
+class ReplayEnd(WorkflowInterrupt):
+    """A replay that only rebuilds the compensations reached the end of the journal."""
+
+
+class HandBack(WorkflowInterrupt):
+    """The worker is shutting down: hand the instance back so another process picks it up now."""

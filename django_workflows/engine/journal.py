@@ -1,0 +1,85 @@
+"""Journal entries as JSON documents, and errors as the dicts an instance stores."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from .. import errors
+
+ENGINE_KINDS = ("compensation", "retry")
+"""Entries the engine writes on its own; the replay check ignores them."""
+
+COMPLETED = "completed"
+PENDING = "pending"
+RUNNING = "running"
+FAILED = "failed"
+CANCELLED = "cancelled"
+
+
+def timestamp(value: datetime | None) -> str | None:
+    """A datetime as stored in a journal document: ISO 8601 in UTC."""
+    return None if value is None else value.isoformat()
+
+
+def parse_timestamp(value: str | None) -> datetime | None:
+    return None if value is None else datetime.fromisoformat(value)
+
+
+def serialize_error(error: BaseException) -> dict[str, Any]:
+    """{name, message} and, where they apply, step, attempts and cause."""
+    serialized: dict[str, Any] = {"name": type(error).__name__, "message": str(error)}
+    if isinstance(error, errors.StepFailedError):
+        serialized.update(step=error.step, attempts=error.attempts)
+        if error.cause is not None:
+            serialized["cause"] = error.cause
+    elif isinstance(error, errors.WorkflowFailedError) and isinstance(error.cause, dict):
+        serialized["cause"] = error.cause
+    return serialized
+
+
+def error_from_dict(data: dict[str, Any]) -> errors.WorkflowError:
+    """An exception object for a stored error, of the package's class of that name if any."""
+    name = data.get("name", "WorkflowError")
+    message = data.get("message", "")
+    if name == "StepFailedError":
+        return errors.StepFailedError(
+            message,
+            step=data.get("step", ""),
+            attempts=data.get("attempts", 0),
+            cause=data.get("cause"),
+        )
+    cls = getattr(errors, name, None)
+    if (
+        isinstance(cls, type)
+        and issubclass(cls, errors.WorkflowError)
+        and cls not in (errors.ChildWorkflowFailedError, errors.WorkflowResultTimeoutError)
+    ):
+        if issubclass(cls, errors.WorkflowFailedError):
+            return cls(message, cause=data.get("cause"))
+        return cls(message)
+    error = errors.WorkflowError(message)
+    error.name = name  # type: ignore[attr-defined]
+    return error
+
+
+def step_failed(name: str, attempts: int, cause: BaseException) -> errors.StepFailedError:
+    return errors.StepFailedError(
+        f'Step "{name}" failed after {attempts} attempt{"s" if attempts != 1 else ""}: {cause}',
+        step=name,
+        attempts=attempts,
+        cause={"name": type(cause).__name__, "message": str(cause)},
+    )
+
+
+def step_failed_from(name: str, entry: dict[str, Any]) -> errors.StepFailedError:
+    """The StepFailedError of a step the journal records as failed, raised again on replay."""
+    cause = entry.get("error") or {}
+    attempts = entry.get("attempt") or 0
+    return errors.StepFailedError(
+        f'Step "{name}" failed after {attempts} attempt{"s" if attempts != 1 else ""}: '
+        f"{cause.get('message', '')}",
+        step=name,
+        attempts=attempts,
+        cause={"name": cause.get("name"), "message": cause.get("message")},
+    )

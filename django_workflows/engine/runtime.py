@@ -1,0 +1,751 @@
+"""What an execution does for each ctx call: replay or run steps, waits, values and gathers.
+
+The execution holds the lease; every write goes through `write()`, fenced by the lease token.
+Writes are buffered: a step's result and the next step's start share one transaction.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db import connections
+
+from .. import clock, errors
+from ..conf import get_settings
+from ..definitions import Workflow
+from ..events import emit
+from ..jsonvalues import size, to_json
+from ..models import WorkflowInstance
+from ..results import WaitOutcome
+from ..retries import default_retry
+from ..store import instances as store
+from ..store.signals import signals_for
+from . import journal
+from .context import SignalCondition, StepContext, TimerCondition
+from .interrupts import Cancel, HandBack, JournalFull, LeaseLost, ReplayEnd, RunTimeout, Suspend
+
+logger = logging.getLogger("django_workflows")
+_UNSET: Any = object()
+
+
+@dataclass
+class Compensation:
+    position: tuple[int, ...]
+    step: str
+    fn: Callable[[Any, StepContext], Any]
+    retry: Any
+    result: Any
+
+
+@dataclass
+class Suspension:
+    pending: bool = False
+    wake_at: datetime | None = None
+    waits: list[tuple[str, str | None]] = field(default_factory=list)
+
+
+def _sibling(recorded: list[int] | None, position: tuple[int, ...]) -> bool:
+    """Whether an entry recorded at `recorded` lies in another branch of a gather that
+    `position` is in: its order relative to `position` is not fixed."""
+    if not recorded:
+        return False
+    for index, (a, b) in enumerate(zip(recorded, position, strict=False)):
+        if a != b:
+            return index % 2 == 1  # odd places of a position are gather branch numbers
+    return False
+
+
+class Runtime:
+    """The state of one execution and the operations behind `ctx` (see execution.Execution)."""
+
+    def __init__(
+        self,
+        instance: WorkflowInstance,
+        definition: Workflow,
+        *,
+        using: str,
+        token: str,
+        last_signal_id: int,
+        lease_duration: timedelta,
+    ):
+        self.instance = instance
+        self.definition = definition
+        self.using = using
+        self.token = token
+        self.last_signal_id = last_signal_id
+        self.lease_duration = lease_duration
+        self.flags = store.LeaseFlags(
+            instance.cancel_requested, instance.terminate_requested, instance.cancel_reason
+        )
+        self.journal: dict[str, dict[str, Any]] = dict(store.load_journal(using, instance.id))
+        self.pending: dict[str, dict[str, Any]] = {}
+        self.reached: set[str] = set()
+        self.consumed: set[int] = {
+            doc["result"]["signal_id"]
+            for doc in self.journal.values()
+            if doc.get("kind") == "wait"
+            and isinstance(doc.get("result"), dict)
+            and doc["result"].get("signal_id") is not None
+        }
+        self.compensations: list[Compensation] = []
+        self.suspension = Suspension()
+        self.definition_error: errors.WorkflowDefinitionError | None = None
+        self.replay_only = False
+        self.stop_reason: str | None = None  # "shutdown" or "lease-lost", set by the worker
+        self.running_steps: set[StepContext] = set()
+        self.custom_status = instance.custom_status
+        self._desired_status: Any = _UNSET
+        self._journal_bytes = sum(size(doc) for doc in self.journal.values())
+        self._warn_journal = False
+        self._lock = threading.RLock()
+        self._local = threading.local()
+        self._counters: dict[tuple[int, ...], int] = {}
+        self._owner = threading.get_ident()
+        self._requests: queue.Queue[Any] = queue.Queue()
+        self._signals: dict[tuple[str, str | None], list[Any]] = {}
+
+    # -- small helpers ---------------------------------------------------------------------------
+
+    def now(self) -> datetime:
+        return clock.now()
+
+    def _emit(self, type: str, **data: Any) -> None:
+        emit(
+            type,
+            id=self.instance.id,
+            workflow=self.instance.workflow,
+            version=self.instance.version,
+            at=self.now(),
+            **data,
+        )
+
+    def _path(self) -> tuple[int, ...]:
+        return getattr(self._local, "path", ())
+
+    def _next_position(self) -> tuple[int, ...]:
+        with self._lock:
+            path = self._path()
+            count = self._counters.get(path, 0)
+            self._counters[path] = count + 1
+            return (*path, count)
+
+    def _define_error(
+        self, error: errors.WorkflowDefinitionError
+    ) -> errors.WorkflowDefinitionError:
+        with self._lock:
+            if self.definition_error is None:
+                self.definition_error = error
+            return self.definition_error
+
+    def _guard_step(self, what: str) -> None:
+        if getattr(self._local, "in_step", False):
+            raise self._define_error(
+                errors.WorkflowDefinitionError(
+                    f"{what} was called inside a step's function in instance {self.instance.id!r}. "
+                    f"A step's function runs once and replays only see its result: call ctx only "
+                    f"from the workflow, and raise NonRetryableStepError from a step instead of ctx.fail()."
+                )
+            )
+        if self.definition_error is not None:
+            raise self.definition_error
+
+    # -- what ctx calls ----------------------------------------------------------------------------
+
+    def enter(self, name: str, kind: str) -> tuple[tuple[int, ...], dict[str, Any] | None]:
+        """Reach the operation `name`: its position, and its journal entry if it has one."""
+        self._guard_step(f'ctx ({kind} "{name}")')
+        with self._lock:
+            if name in self.reached:
+                raise self._define_error(
+                    errors.WorkflowDefinitionError(
+                        f'The name "{name}" is used twice in one run of workflow '
+                        f'"{self.instance.workflow}@{self.instance.version}" (instance '
+                        f"{self.instance.id!r}). Step, sleep and wait names must be unique within a "
+                        f"run: in a loop, add the index to the name."
+                    )
+                )
+            self.reached.add(name)
+            position = self._next_position()
+            entry = self.journal.get(name)
+        if entry is not None and entry.get("kind") != kind:
+            raise self._define_error(
+                errors.WorkflowNonDeterminismError(
+                    f'Instance "{self.instance.id}" of workflow "{self.instance.workflow}@'
+                    f'{self.instance.version}" does not match its journal: "{name}" was recorded as a '
+                    f"{entry.get('kind')} and is now reached as a {kind}."
+                )
+            )
+        return position, entry
+
+    def check_interrupts(self, name: str | None, entry: dict[str, Any] | None) -> None:
+        """Before an operation that is not a replay: stop for a cancel, a timeout, a shutdown."""
+        if self.replay_only:
+            raise ReplayEnd()
+        if self.definition_error is not None:
+            raise self.definition_error
+        if self.stop_reason == "lease-lost":
+            raise LeaseLost()
+        flags = self.flags
+        deadline = self.instance.deadline
+        stop: BaseException | None = None
+        if flags.terminate_requested or flags.cancel_requested:
+            stop = Cancel(flags.terminate_requested)
+        elif deadline is not None and self.now() >= deadline:
+            stop = RunTimeout()
+        elif self.stop_reason == "shutdown":
+            raise HandBack()
+        if stop is None:
+            return
+        if (
+            name is not None
+            and entry is not None
+            and entry["status"] in (journal.PENDING, journal.RUNNING)
+        ):
+            self.record(
+                name,
+                None,
+                **{
+                    **entry,
+                    "status": journal.CANCELLED,
+                    "finished_at": journal.timestamp(self.now()),
+                },
+            )
+        raise stop
+
+    def check_replay(self, name: str, position: tuple[int, ...]) -> None:
+        """Before a new step runs: the code must have reached every entry of the journal."""
+        with self._lock:
+            unreached = [
+                recorded
+                for recorded, doc in self.journal.items()
+                if recorded not in self.reached
+                and doc.get("kind") not in journal.ENGINE_KINDS
+                and not _sibling(doc.get("pos"), position)
+            ]
+        if unreached:
+            names = ", ".join(f'"{n}"' for n in unreached)
+            raise self._define_error(
+                errors.WorkflowNonDeterminismError(
+                    f'Instance "{self.instance.id}" of workflow "{self.instance.workflow}@'
+                    f'{self.instance.version}" does not match its journal: {names} '
+                    f"{'was' if len(unreached) == 1 else 'were'} recorded by an earlier run but not "
+                    f'reached before the new step "{name}". A deployed change renamed, removed or '
+                    f"reordered steps. Ship such changes as a new version (@workflow(name, "
+                    f"version=...)) and keep the old definition registered until its instances finish."
+                )
+            )
+
+    def record(self, name: str, position: tuple[int, ...] | None, **doc: Any) -> dict[str, Any]:
+        """Buffer a journal entry; it is written with the next write."""
+        if position is not None:
+            doc["pos"] = list(position)
+        with self._lock:
+            if name not in self.journal:
+                self._check_journal_limits(doc.get("kind"))
+            previous = self.journal.get(name)
+            self._journal_bytes += size(doc) - (size(previous) if previous is not None else 0)
+            self.journal[name] = doc
+            self.pending[name] = doc
+        return doc
+
+    def _check_journal_limits(self, kind: str | None) -> None:
+        limits = get_settings().journal
+        entries, used = len(self.journal), self._journal_bytes
+        if kind != "compensation" and (entries >= limits.max_entries or used >= limits.max_bytes):
+            raise JournalFull()
+        if not self.instance.journal_warned and (
+            entries + 1 >= limits.warn_entries or used >= limits.warn_bytes
+        ):
+            self.instance.journal_warned = True
+            self._warn_journal = True
+            self._emit("journal-large", entries=entries + 1, bytes=used)
+
+    def suspend(
+        self, *, wake_at: datetime | None = None, waits: list[tuple[str, str | None]] | None = None
+    ) -> None:
+        with self._lock:
+            self.suspension.pending = True
+            if wake_at is not None and (
+                self.suspension.wake_at is None or wake_at < self.suspension.wake_at
+            ):
+                self.suspension.wake_at = wake_at
+            self.suspension.waits.extend(waits or [])
+        raise Suspend()
+
+    def timer_deadline(self, timer: TimerCondition, now: datetime | None = None) -> datetime:
+        if timer.until is not None:
+            return timer.until
+        assert timer.duration is not None
+        return (now or self.now()) + timer.duration
+
+    def set_custom_status(self, value: Any) -> None:
+        self._guard_step("ctx.set_status()")
+        with self._lock:
+            self._desired_status = value
+
+    def discard_compensations(self) -> None:
+        with self._lock:
+            self.compensations.clear()
+
+    def value(self, kind: str, make: Callable[[], Any]) -> Any:
+        """A journaled value (`now`, `random`, `uuid`): made once, replayed after."""
+        self._guard_step(f"ctx.{kind}()")
+        position = self._next_position()
+        name = f"${kind}:{'.'.join(map(str, position))}"
+        with self._lock:
+            self.reached.add(name)
+            entry = self.journal.get(name)
+        if entry is not None:
+            return entry["result"]
+        if self.replay_only:
+            raise ReplayEnd()
+        result = make()
+        self.record(
+            name,
+            position,
+            kind="value",
+            status=journal.COMPLETED,
+            result=result,
+            finished_at=journal.timestamp(self.now()),
+        )
+        return result
+
+    def checkpoint(self, entry_name: str, progress: Any) -> None:
+        with self._lock:
+            doc = {**self.journal[entry_name], "progress": progress}
+            self.journal[entry_name] = doc
+            self.pending[entry_name] = doc
+        self.write()
+
+    # -- database access, always from the execution's own thread ----------------------------------
+
+    def _on_owner(self, fn: Callable[[], Any]) -> Any:
+        """Run `fn` on the execution's thread, whose connection the execution uses: gather
+        branches and timed steps run in threads of their own."""
+        if threading.get_ident() == self._owner:
+            return fn()
+        future: Future[Any] = Future()
+        self._requests.put((fn, future))
+        return future.result()
+
+    def _serve(self, timeout: float) -> None:
+        """On the execution's thread: run what other threads asked for, up to `timeout` seconds."""
+        if threading.get_ident() != self._owner:
+            time.sleep(min(timeout, 0.05))
+            return
+        try:
+            item = self._requests.get(timeout=timeout)
+        except queue.Empty:
+            return
+        while item is not None:
+            fn, future = item
+            if fn is not None:
+                try:
+                    future.set_result(fn())
+                except BaseException as error:  # handed to the thread that asked
+                    future.set_exception(error)
+            try:
+                item = self._requests.get_nowait()
+            except queue.Empty:
+                item = None
+
+    def _wake_owner(self) -> None:
+        self._requests.put((None, None))
+
+    def write(
+        self, *, changes: dict[str, Any] | None = None, release: store.Release | None = None
+    ) -> store.LeaseFlags:
+        return self._on_owner(lambda: self._write(changes or {}, release))
+
+    def _write(self, changes: dict[str, Any], release: store.Release | None) -> store.LeaseFlags:
+        with self._lock:
+            entries, self.pending = self.pending, {}
+            status_changed = (
+                self._desired_status is not _UNSET and self._desired_status != self.custom_status
+            )
+            if status_changed:
+                changes["custom_status"] = self._desired_status
+            if self._warn_journal:
+                changes["journal_warned"] = True
+                self._warn_journal = False
+        now = self.now()
+        flags = store.write(
+            self.using,
+            self.instance.id,
+            self.token,
+            store.InstanceWrite(
+                now=now,
+                entries=entries,
+                changes=changes,
+                lease_until=now + self.lease_duration,
+                release=release,
+            ),
+        )
+        if flags is None:
+            self.stop_reason = "lease-lost"
+            raise LeaseLost()
+        self.flags = flags
+        if status_changed:
+            self.custom_status = changes["custom_status"]
+            self._emit("custom-status", status=self.custom_status)
+        return flags
+
+    def signals(self, name: str, key: str | None) -> list[Any]:
+        with self._lock:
+            cached = self._signals.get((name, key))
+        if cached is None:
+            cached = self._on_owner(
+                lambda: signals_for(
+                    self.using,
+                    name=name,
+                    key=key,
+                    after_id=self.instance.signal_cursor,
+                    up_to_id=self.last_signal_id,
+                )
+            )
+            with self._lock:
+                self._signals[(name, key)] = cached
+        return cached
+
+    # -- steps -----------------------------------------------------------------------------------
+
+    def run_step(
+        self,
+        name: str,
+        fn: Callable[[StepContext], Any],
+        *,
+        retry: Any,
+        timeout: timedelta | None,
+        heartbeat_timeout: timedelta | None,
+        compensate: Any,
+        compensate_retry: Any,
+    ) -> Any:
+        position, entry = self.enter(name, "step")
+        if entry is not None and entry["status"] == journal.COMPLETED:
+            self._register(position, name, compensate, compensate_retry, entry["result"])
+            return copy.deepcopy(entry["result"])
+        if entry is not None and entry["status"] == journal.FAILED:
+            raise journal.step_failed_from(name, entry)
+        self.check_interrupts(name, entry)
+        if entry is None:
+            self.check_replay(name, position)
+        policy = default_retry().merged(retry, f'Step "{name}" retry')
+        while True:
+            if self.suspension.pending:
+                raise Suspend()  # a gather branch parks the instance: new steps wait for it
+            if entry is not None and entry["status"] == journal.PENDING:
+                retry_at = journal.parse_timestamp(entry.get("retry_at"))
+                if retry_at is not None and retry_at > self.now():
+                    self.suspend(wake_at=retry_at)
+            attempt = (entry.get("attempt") or 0) + 1 if entry is not None else 1
+            progress = entry.get("progress") if entry is not None else None
+            if (
+                entry is not None
+                and entry["status"] == journal.RUNNING
+                and attempt > policy.attempts
+            ):
+                lost = errors.WorkflowError(
+                    f"attempt {attempt - 1} stopped with the worker that ran it"
+                )
+                self.record(
+                    name,
+                    position,
+                    **{
+                        **entry,
+                        "status": journal.FAILED,
+                        "error": journal.serialize_error(lost),
+                        "finished_at": journal.timestamp(self.now()),
+                    },
+                )
+                raise journal.step_failed(name, attempt - 1, lost)
+            started = self.now()
+            running = self.record(
+                name,
+                position,
+                kind="step",
+                status=journal.RUNNING,
+                attempt=attempt,
+                started_at=journal.timestamp(started),
+                progress=progress,
+            )
+            self.write()  # the attempt's start, with everything buffered before it
+            step = StepContext(self, name, name, attempt, progress)
+            try:
+                result = self._call(step, lambda step=step: fn(step), timeout, heartbeat_timeout)
+                result = to_json(result, f'The result of step "{name}"', using=self.using)
+            except Exception as error:
+                if self.definition_error is not None:
+                    raise self.definition_error
+                if self.stop_reason is not None:
+                    raise LeaseLost() if self.stop_reason == "lease-lost" else HandBack()
+                now = self.now()
+                failed = {
+                    **running,
+                    "error": journal.serialize_error(error),
+                    "finished_at": journal.timestamp(now),
+                    "progress": step.progress,
+                }
+                if (
+                    isinstance(error, TypeError | ValueError)
+                    and "JSON" in str(error)
+                    or (policy.gives_up(attempt, error))
+                ):
+                    self.record(name, position, **{**failed, "status": journal.FAILED})
+                    self._emit(
+                        "step-failed",
+                        step=name,
+                        attempt=attempt,
+                        error=journal.serialize_error(error),
+                        retryAt=None,
+                    )
+                    raise journal.step_failed(name, attempt, error)
+                retry_at = now + policy.wait_before(attempt, error)
+                entry = self.record(
+                    name,
+                    position,
+                    **{
+                        **failed,
+                        "status": journal.PENDING,
+                        "retry_at": journal.timestamp(retry_at),
+                    },
+                )
+                self._emit(
+                    "step-failed",
+                    step=name,
+                    attempt=attempt,
+                    error=journal.serialize_error(error),
+                    retryAt=retry_at,
+                )
+                continue
+            finished = self.now()
+            self.record(
+                name,
+                position,
+                **{
+                    **running,
+                    "status": journal.COMPLETED,
+                    "result": result,
+                    "finished_at": journal.timestamp(finished),
+                    "progress": None,
+                },
+            )
+            self._emit(
+                "step-completed",
+                step=name,
+                attempt=attempt,
+                durationMs=round((finished - started).total_seconds() * 1000),
+            )
+            self._register(position, name, compensate, compensate_retry, result)
+            return copy.deepcopy(result)
+
+    def _register(
+        self, position: tuple[int, ...], name: str, compensate: Any, retry: Any, result: Any
+    ) -> None:
+        if compensate is not None:
+            with self._lock:
+                self.compensations.append(Compensation(position, name, compensate, retry, result))
+
+    def _call(
+        self,
+        step: StepContext,
+        call: Callable[[], Any],
+        timeout: timedelta | None,
+        heartbeat_timeout: timedelta | None,
+    ) -> Any:
+        """Run a step's function; with timeouts, in a thread of its own that can be abandoned
+        (Python cannot kill a thread: a late result is discarded)."""
+        with self._lock:
+            self.running_steps.add(step)
+        try:
+            if timeout is None and heartbeat_timeout is None:
+                self._local.in_step = True
+                try:
+                    return call()
+                finally:
+                    self._local.in_step = False
+            return self._call_with_timeouts(step, call, timeout, heartbeat_timeout)
+        finally:
+            with self._lock:
+                self.running_steps.discard(step)
+
+    def _call_with_timeouts(
+        self,
+        step: StepContext,
+        call: Callable[[], Any],
+        timeout: timedelta | None,
+        heartbeat_timeout: timedelta | None,
+    ) -> Any:
+        box: dict[str, Any] = {}
+        done = threading.Event()
+
+        def target() -> None:
+            self._local.in_step = True
+            try:
+                box["result"] = call()
+            except BaseException as error:  # handed to the execution's thread
+                box["error"] = error
+            finally:
+                done.set()
+                self._wake_owner()
+                connections.close_all()  # this thread's own connections only
+
+        started = time.monotonic()
+        threading.Thread(target=target, name=f"step {step.idempotency_key}", daemon=True).start()
+        while not done.is_set():
+            limits = []
+            if timeout is not None:
+                limits.append((started + timeout.total_seconds(), "timeout", timeout))
+            if heartbeat_timeout is not None:
+                limits.append(
+                    (
+                        step.last_beat + heartbeat_timeout.total_seconds(),
+                        "heartbeat_timeout",
+                        heartbeat_timeout,
+                    )
+                )
+            at, which, length = min(limits)
+            remaining = at - time.monotonic()
+            if remaining <= 0:
+                step.cancelled.set()
+                raise errors.StepTimeoutError(
+                    f'Step "{step._name}" attempt {step.attempt} ran past its {which} of {length}.'
+                )
+            self._serve(min(remaining, 0.25))
+        if "error" in box:
+            raise box["error"]
+        return box.get("result")
+
+    # -- waits -----------------------------------------------------------------------------------
+
+    def wait(self, name: str, conditions: dict[str, Any]) -> WaitOutcome:
+        position, entry = self.enter(name, "wait")
+        if entry is not None and entry["status"] == journal.COMPLETED:
+            return WaitOutcome(entry["result"]["key"], copy.deepcopy(entry["result"]["value"]))
+        self.check_interrupts(name, entry)
+        now = self.now()
+        signal_conditions = {k: c for k, c in conditions.items() if isinstance(c, SignalCondition)}
+        if entry is None:
+            deadlines = {
+                key: journal.timestamp(self.timer_deadline(condition, now))
+                for key, condition in conditions.items()
+                if isinstance(condition, TimerCondition)
+            }
+            entry = self.record(
+                name,
+                position,
+                kind="wait",
+                status=journal.PENDING,
+                started_at=journal.timestamp(now),
+                deadlines=deadlines,
+                waits=[[c.signal, c.key] for c in signal_conditions.values()],
+            )
+        deadlines = {k: journal.parse_timestamp(v) for k, v in entry["deadlines"].items()}
+        first_deadline = min((d for d in deadlines.values() if d is not None), default=None)
+        with self._lock:
+            winner = None
+            for key, condition in signal_conditions.items():
+                for signal in self.signals(condition.signal, condition.key):
+                    if signal.id in self.consumed:
+                        continue
+                    if first_deadline is not None and signal.created_at > first_deadline:
+                        break  # recorded after the deadline: the timer wins
+                    if condition.match is not None and not condition.match(
+                        copy.deepcopy(signal.payload)
+                    ):
+                        continue
+                    if winner is None or signal.id < winner[1].id:
+                        winner = (key, signal)
+                    break
+            if winner is not None:
+                self.consumed.add(winner[1].id)
+        if winner is not None:
+            key, signal = winner
+            self.record(
+                name,
+                position,
+                **{
+                    **entry,
+                    "status": journal.COMPLETED,
+                    "result": {"key": key, "value": signal.payload, "signal_id": signal.id},
+                    "finished_at": journal.timestamp(now),
+                },
+            )
+            self._emit("signal-received", wait=name, signal=signal.name, signalId=signal.id)
+            return WaitOutcome(key, copy.deepcopy(signal.payload))
+        if first_deadline is not None and now >= first_deadline:
+            key = next(k for k, d in deadlines.items() if d == first_deadline)
+            self.record(
+                name,
+                position,
+                **{
+                    **entry,
+                    "status": journal.COMPLETED,
+                    "result": {"key": key, "value": None, "signal_id": None},
+                    "finished_at": journal.timestamp(now),
+                },
+            )
+            self._emit(
+                "signal-timed-out", wait=name, signal=[c.signal for c in signal_conditions.values()]
+            )
+            return WaitOutcome(key, None)
+        self.suspend(
+            wake_at=first_deadline, waits=[(c.signal, c.key) for c in signal_conditions.values()]
+        )
+        raise AssertionError("unreachable")
+
+    # -- gather ----------------------------------------------------------------------------------
+
+    def gather(self, fns: list[Callable[[], Any]]) -> list[Any]:
+        self._guard_step("ctx.gather()")
+        position = self._next_position()
+        results: list[Any] = [None] * len(fns)
+        outcomes: list[BaseException | None] = [None] * len(fns)
+        finished = threading.Semaphore(0)
+
+        def branch(index: int, fn: Callable[[], Any]) -> None:
+            self._local.path = (*position, index)
+            try:
+                results[index] = fn()
+            except BaseException as error:  # collected, re-raised below in a fixed order
+                outcomes[index] = error
+            finally:
+                finished.release()
+                self._wake_owner()
+
+        threads = [
+            threading.Thread(
+                target=branch, args=(i, fn), name=f"{self.instance.id} branch {i}", daemon=True
+            )
+            for i, fn in enumerate(fns)
+        ]
+        for thread in threads:
+            thread.start()
+        remaining = len(threads)
+        while remaining:
+            if finished.acquire(blocking=False):
+                remaining -= 1
+                continue
+            self._serve(0.05)
+        raised = [error for error in outcomes if error is not None]
+        for kind in (LeaseLost, HandBack):
+            for error in raised:
+                if isinstance(error, kind):
+                    raise error
+        if self.definition_error is not None:
+            raise self.definition_error
+        for kind in (Cancel, RunTimeout, JournalFull, Exception, Suspend):
+            for error in raised:
+                if isinstance(error, kind):
+                    raise error
+        if raised:
+            raise raised[0]
+        return results

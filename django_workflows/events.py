@@ -1,0 +1,71 @@
+"""The workflow_event Django signal: one WorkflowEvent per thing that happens to an instance.
+
+Not to be confused with workflow signals (`signal()`), which wake waiting instances.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.dispatch import Signal
+
+logger = logging.getLogger("django_workflows")
+
+workflow_event = Signal()
+"""Sent with `event=WorkflowEvent(...)` for every event of EVENT_TYPES."""
+
+EVENT_TYPES = (
+    "workflow-started",
+    "workflow-resumed",
+    "workflow-suspended",
+    "step-completed",
+    "step-failed",
+    "signal-received",
+    "signal-timed-out",
+    "workflow-compensating",
+    "step-compensated",
+    "workflow-completed",
+    "workflow-failed",
+    "workflow-cancelled",
+    "workflow-compensation-failed",
+    "journal-large",
+    "workflow-retried",
+    "workflow-deleted",
+    "custom-status",
+    "child-started",
+    "schedule-skipped",
+)
+
+_WARNINGS = {"workflow-compensation-failed", "journal-large"}
+_DEBUG = {"step-completed", "custom-status", "workflow-suspended", "workflow-resumed"}
+
+
+@dataclass(frozen=True)
+class WorkflowEvent:
+    """`type`, the instance's `id`, `workflow`, `version`, the engine's time `at`, and `data`."""
+
+    type: str
+    id: str
+    workflow: str
+    version: int | None
+    at: datetime
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+def emit(
+    type: str, *, id: str, workflow: str, version: int | None, at: datetime, **data: Any
+) -> None:
+    """Log the event and send workflow_event; a failing receiver is logged, never raised."""
+    event = WorkflowEvent(type=type, id=id, workflow=workflow, version=version, at=at, data=data)
+    level = (
+        logging.WARNING if type in _WARNINGS else logging.DEBUG if type in _DEBUG else logging.INFO
+    )
+    if logger.isEnabledFor(level):
+        details = " ".join(f"{key}={value!r}" for key, value in data.items() if key != "output")
+        logger.log(level, "%s %s (%s@%s) %s", type, id, workflow, version, details)
+    for receiver, response in workflow_event.send_robust(sender=WorkflowEvent, event=event):
+        if isinstance(response, Exception):
+            logger.error("workflow_event receiver %r failed: %r", receiver, response)

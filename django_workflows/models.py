@@ -1,0 +1,231 @@
+"""The workflow state, in the application's own database. Read it freely; write it only via the store."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import models
+from django.db.models import Q
+
+
+class Status(models.TextChoices):
+    """What an instance is doing."""
+
+    PENDING = "pending"
+    RUNNING = "running"
+    SUSPENDED = "suspended"
+    COMPENSATING = "compensating"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    COMPENSATION_FAILED = "compensation_failed"
+
+
+UNFINISHED = (Status.PENDING, Status.RUNNING, Status.SUSPENDED, Status.COMPENSATING)
+FINISHED = (Status.COMPLETED, Status.FAILED, Status.CANCELLED, Status.COMPENSATION_FAILED)
+
+# Column lengths, in characters. On MySQL/MariaDB every key is an indexed utf8mb4 column and
+# InnoDB caps an index key at 3,072 bytes: a journal entry's (instance id, name) takes 255 + 512.
+KEY_LENGTH = 255
+SCHEDULE_ID_LENGTH = 230
+JOURNAL_NAME_LENGTH = 512
+
+
+class KeyField(models.CharField):
+    """An id, name or key: compared exactly, also on MySQL, whose default collations ignore case."""
+
+    def db_parameters(self, connection: Any) -> dict[str, Any]:
+        parameters = super().db_parameters(connection)
+        if connection.vendor == "mysql":
+            parameters["collation"] = "utf8mb4_bin"
+        return parameters
+
+
+class WorkflowInstance(models.Model):
+    """One run of a workflow: its input, status, outcome, when it is next due, and its lease."""
+
+    id = KeyField(primary_key=True, max_length=KEY_LENGTH)
+    workflow = KeyField(max_length=KEY_LENGTH)
+    version = models.PositiveIntegerField()
+    status = models.CharField(max_length=24, choices=Status.choices, default=Status.PENDING)
+    input = models.JSONField(null=True, blank=True)
+    output = models.JSONField(null=True, blank=True)
+    error = models.JSONField(null=True, blank=True)
+    custom_status = models.JSONField(null=True, blank=True)
+    # When a worker should next run it; NULL once it is finished or parked with nothing to wake it
+    # but a signal or a cancel. The claim index only holds rows with a wake time.
+    wake_at = models.DateTimeField(null=True, blank=True)
+    deadline = models.DateTimeField(null=True, blank=True)
+    priority = models.PositiveIntegerField(default=0)
+    parent_id = KeyField(max_length=KEY_LENGTH, null=True, blank=True)
+    parent_close = models.CharField(max_length=16, null=True, blank=True)
+    schedule_id = KeyField(max_length=SCHEDULE_ID_LENGTH, null=True, blank=True)
+    scheduled_at = models.DateTimeField(null=True, blank=True)
+    concurrency_key = KeyField(max_length=KEY_LENGTH, null=True, blank=True)
+    rate_limit_key = KeyField(max_length=KEY_LENGTH, null=True, blank=True)
+    runs = models.PositiveIntegerField(default=0)
+    # Signals with an id above this one were sent after the instance started: it may take them.
+    signal_cursor = models.BigIntegerField(default=0)
+    lease_token = KeyField(max_length=KEY_LENGTH, null=True, blank=True)
+    lease_owner = models.CharField(max_length=KEY_LENGTH, null=True, blank=True)
+    lease_until = models.DateTimeField(null=True, blank=True)
+    cancel_requested = models.BooleanField(default=False)
+    terminate_requested = models.BooleanField(default=False)
+    cancel_reason = models.TextField(null=True, blank=True)
+    journal_warned = models.BooleanField(default=False)
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        verbose_name = "workflow instance"
+        ordering = ["created_at", "id"]
+        indexes = [
+            # Claims: due instances by priority, then the most overdue. Partial where the
+            # database has partial indexes, so finished instances never slow a claim down.
+            models.Index(
+                fields=["priority", "wake_at", "created_at"],
+                name="dw_instance_due",
+                condition=Q(wake_at__isnull=False),
+            ),
+            models.Index(fields=["status", "updated_at"], name="dw_instance_status"),
+            models.Index(fields=["workflow", "version", "status"], name="dw_instance_workflow"),
+            models.Index(fields=["parent_id"], name="dw_instance_parent"),
+            models.Index(fields=["schedule_id"], name="dw_instance_schedule"),
+            models.Index(fields=["created_at"], name="dw_instance_created"),
+        ]
+        permissions = [
+            ("cancel_workflowinstance", "Can cancel workflow instances"),
+            ("terminate_workflowinstance", "Can terminate workflow instances"),
+            ("retry_workflowinstance", "Can retry workflow instances"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.id} ({self.workflow}@{self.version}, {self.status})"
+
+
+class JournalEntry(models.Model):
+    """One journaled step, sleep, wait, commit, value or compensation: one JSON document each."""
+
+    id = models.BigAutoField(primary_key=True)  # first-write order
+    instance = models.ForeignKey(WorkflowInstance, on_delete=models.CASCADE, related_name="entries")
+    name = KeyField(max_length=JOURNAL_NAME_LENGTH)
+    document = models.JSONField()
+
+    class Meta:
+        verbose_name = "journal entry"
+        verbose_name_plural = "journal entries"
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(fields=["instance", "name"], name="dw_journal_unique_name"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Wait(models.Model):
+    """A signal a suspended instance waits for (name and exact key)."""
+
+    id = models.BigAutoField(primary_key=True)
+    instance = models.ForeignKey(WorkflowInstance, on_delete=models.CASCADE, related_name="waits")
+    signal = KeyField(max_length=KEY_LENGTH)
+    key = KeyField(max_length=KEY_LENGTH, null=True, blank=True)
+
+    class Meta:
+        verbose_name = "wait"
+        ordering = ["id"]
+        indexes = [models.Index(fields=["signal", "key"], name="dw_wait_signal")]
+
+    def __str__(self) -> str:
+        return f"{self.signal} [{self.key}]"
+
+
+class Signal(models.Model):
+    """A signal sent with signal(): durable until purged; ids become visible in id order."""
+
+    id = models.BigAutoField(primary_key=True)
+    name = KeyField(max_length=KEY_LENGTH)
+    key = KeyField(max_length=KEY_LENGTH, null=True, blank=True)
+    dedupe_id = KeyField(max_length=KEY_LENGTH, null=True, blank=True)
+    payload = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        verbose_name = "signal"
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(fields=["name", "dedupe_id"], name="dw_signal_dedupe"),
+        ]
+        indexes = [
+            models.Index(fields=["name", "key", "id"], name="dw_signal_lookup"),
+            models.Index(fields=["created_at"], name="dw_signal_created"),
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.id} {self.name} [{self.key}]"
+
+
+class WorkflowSchedule(models.Model):
+    """A schedule: declared in code or saved with schedules.upsert(); its spec, state and lease."""
+
+    id = KeyField(primary_key=True, max_length=SCHEDULE_ID_LENGTH)
+    workflow = KeyField(max_length=KEY_LENGTH)
+    version = models.PositiveIntegerField(null=True, blank=True)
+    declared = models.BooleanField(default=False)
+    spec = models.JSONField()
+    input = models.JSONField(null=True, blank=True)
+    paused = models.BooleanField(default=False)
+    wake_at = models.DateTimeField(null=True, blank=True)
+    state = models.JSONField(null=True, blank=True)
+    revision = models.PositiveIntegerField(default=1)
+    lease_token = KeyField(max_length=KEY_LENGTH, null=True, blank=True)
+    lease_owner = models.CharField(max_length=KEY_LENGTH, null=True, blank=True)
+    lease_until = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        verbose_name = "workflow schedule"
+        ordering = ["id"]
+        indexes = [models.Index(fields=["paused", "wake_at"], name="dw_schedule_due")]
+        permissions = [
+            ("pause_workflowschedule", "Can pause and resume workflow schedules"),
+            ("trigger_workflowschedule", "Can trigger workflow schedules"),
+        ]
+
+    def __str__(self) -> str:
+        return self.id
+
+
+class RateLimitWindow(models.Model):
+    """A rate-limit window of a workflow (scope "workflow") or of one of its keys (scope "key")."""
+
+    id = models.BigAutoField(primary_key=True)
+    workflow = KeyField(max_length=KEY_LENGTH)
+    scope = models.CharField(max_length=8)
+    key = KeyField(max_length=KEY_LENGTH, default="", blank=True)
+    window_end = models.DateTimeField()
+    count = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        verbose_name = "rate-limit window"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["workflow", "scope", "key"], name="dw_ratelimit_unique_window"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.workflow} {self.scope} {self.key}"
+
+
+class StoreLock(models.Model):
+    """Lock rows for databases without advisory locks (MySQL, MariaDB): SELECT ... FOR UPDATE/SHARE."""
+
+    name = KeyField(primary_key=True, max_length=KEY_LENGTH)
+
+    class Meta:
+        verbose_name = "store lock"
+
+    def __str__(self) -> str:
+        return self.name

@@ -1,0 +1,104 @@
+"""The frozen value objects the client returns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from .models import Status
+
+__all__ = [
+    "CancelResult",
+    "InstanceStatus",
+    "JournalEntry",
+    "PurgeResult",
+    "SignalResult",
+    "StartResult",
+    "Status",
+    "Wait",
+    "WaitOutcome",
+]
+
+
+@dataclass(frozen=True)
+class StartResult:
+    id: str
+    workflow: str
+    version: int
+    created: bool
+    status: str
+
+
+@dataclass(frozen=True)
+class SignalResult:
+    signal_id: int
+    created: bool
+    woken: int
+    key: str | None
+
+
+@dataclass(frozen=True)
+class Wait:
+    signal: str
+    key: str | None
+
+
+@dataclass(frozen=True)
+class JournalEntry:
+    name: str
+    kind: str
+    status: str
+    attempt: int | None
+    result: Any
+    error: dict[str, Any] | None
+    started_at: datetime | None
+    finished_at: datetime | None
+
+
+@dataclass(frozen=True)
+class InstanceStatus:
+    id: str
+    workflow: str
+    version: int
+    status: str
+    input: Any
+    output: Any
+    error: dict[str, Any] | None
+    custom_status: Any
+    wake_at: datetime | None
+    deadline: datetime | None
+    priority: int | None
+    parent_id: str | None
+    schedule_id: str | None
+    scheduled_at: datetime | None
+    runs: int
+    created_at: datetime
+    updated_at: datetime
+    lease_owner: str | None
+    cancel_requested: bool
+    terminate_requested: bool
+    waits: list[Wait]
+    journal: list[JournalEntry] | None
+    children: list[InstanceStatus] | None
+
+
+@dataclass(frozen=True)
+class CancelResult:
+    accepted: bool
+    instance: InstanceStatus | None
+
+
+@dataclass(frozen=True)
+class PurgeResult:
+    instances: int
+    signals: int
+    rate_limits: int
+
+
+@dataclass(frozen=True)
+class WaitOutcome:
+    """What wait_for_any() returns: the key of the condition that happened first, and its value."""
+
+    key: str
+    value: Any

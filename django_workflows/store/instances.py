@@ -1,0 +1,289 @@
+"""Instances: create, read, cancel requests, claims, lease renewals and the lease holder's writes.
+
+Every state change here is one conditional statement, or one transaction that locks what it
+changes: never a read followed by an unguarded write.
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Case, F, Max, Q, Value, When
+
+from ..models import FINISHED, JournalEntry, Signal, Status, Wait, WorkflowInstance
+from . import vendor
+
+
+@dataclass(frozen=True)
+class LeaseFlags:
+    """What a lease holder learns from a renewal or a write: the operator's requests."""
+
+    cancel_requested: bool
+    terminate_requested: bool
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class Release:
+    """Hand the instance back: when it is next due (None: only a signal or a cancel wakes it),
+    the waits it registers, and the execution's signal cursor."""
+
+    wake_at: datetime | None
+    waits: list[tuple[str, str | None]]
+    signal_cursor: int
+
+
+@dataclass
+class InstanceWrite:
+    """One write by the lease holder; fields left out stay as they are."""
+
+    now: datetime
+    entries: dict[str, dict[str, Any]] = field(default_factory=dict)
+    changes: dict[str, Any] = field(default_factory=dict)
+    lease_until: datetime | None = None
+    release: Release | None = None
+    signal: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Claim:
+    instances: list[WorkflowInstance]
+    last_signal_id: int
+
+
+def last_signal_id(using: str) -> int:
+    return Signal.objects.using(using).aggregate(last=Max("id"))["last"] or 0
+
+
+def create_instance(using: str, instance: WorkflowInstance) -> tuple[WorkflowInstance, bool]:
+    """Insert a pending instance unless one with its id exists; return the stored one and whether
+    this call created it. Atomic per id: of two concurrent calls, one creates."""
+    with transaction.atomic(using=using, savepoint=False):
+        instance.signal_cursor = last_signal_id(using)
+        created = vendor.insert_ignore(instance, using)
+        if created:
+            return instance, True
+        return WorkflowInstance.objects.using(using).get(pk=instance.pk), False
+
+
+def get_instance(using: str, id: str) -> WorkflowInstance | None:
+    return WorkflowInstance.objects.using(using).filter(pk=id).first()
+
+
+def load_journal(using: str, id: str) -> list[tuple[str, dict[str, Any]]]:
+    """The instance's journal entries, in first-write order."""
+    rows = JournalEntry.objects.using(using).filter(instance_id=id).order_by("id")
+    return list(rows.values_list("name", "document"))
+
+
+def load_waits(using: str, ids: Iterable[str]) -> dict[str, list[tuple[str, str | None]]]:
+    waits: dict[str, list[tuple[str, str | None]]] = {}
+    rows = Wait.objects.using(using).filter(instance_id__in=list(ids)).order_by("id")
+    for instance_id, signal, key in rows.values_list("instance_id", "signal", "key"):
+        waits.setdefault(instance_id, []).append((signal, key))
+    return waits
+
+
+def list_instances(
+    using: str,
+    *,
+    statuses: list[str] | None = None,
+    workflow: str | None = None,
+    version: int | None = None,
+    parent_id: str | None = None,
+    schedule_id: str | None = None,
+    limit: int = 100,
+    offset: int = 0,
+) -> list[WorkflowInstance]:
+    rows = WorkflowInstance.objects.using(using).order_by("created_at", "id")
+    if statuses:
+        rows = rows.filter(status__in=statuses)
+    if workflow is not None:
+        rows = rows.filter(workflow=workflow)
+    if version is not None:
+        rows = rows.filter(version=version)
+    if parent_id is not None:
+        rows = rows.filter(parent_id=parent_id)
+    if schedule_id is not None:
+        rows = rows.filter(schedule_id=schedule_id)
+    return list(rows[offset : offset + limit])
+
+
+def _due_now(now: datetime) -> Case:
+    """wake_at = now, unless the instance is due already."""
+    return Case(
+        When(Q(wake_at__isnull=True) | Q(wake_at__gt=now), then=Value(now)),
+        default=F("wake_at"),
+    )
+
+
+def request_cancel(
+    using: str, id: str, *, reason: str | None, now: datetime, terminate: bool
+) -> bool:
+    """Flag a cancel (or a terminate) and make the instance due now; one conditional update."""
+    rows = WorkflowInstance.objects.using(using).filter(pk=id)
+    if terminate:
+        rows = rows.filter(
+            status__in=[Status.PENDING, Status.RUNNING, Status.SUSPENDED, Status.COMPENSATING],
+            terminate_requested=False,
+        )
+        changes: dict[str, Any] = {"terminate_requested": True}
+    else:
+        rows = rows.filter(
+            status__in=[Status.PENDING, Status.RUNNING, Status.SUSPENDED], cancel_requested=False
+        )
+        changes = {}
+    return bool(
+        rows.update(
+            cancel_requested=True,
+            cancel_reason=reason,
+            wake_at=_due_now(now),
+            updated_at=now,
+            **changes,
+        )
+    )
+
+
+def claim(
+    using: str,
+    *,
+    owner: str,
+    token: str,
+    now: datetime,
+    lease_until: datetime,
+    limit: int,
+    workflows: list[tuple[str, int]],
+) -> Claim:
+    """Lease up to `limit` due instances of `workflows` to one worker: lowest priority first,
+    then the most overdue. Two concurrent claims never return the same instance."""
+    if not workflows or limit < 1:
+        return Claim([], 0)
+    of_workflows = functools.reduce(
+        operator.or_, (Q(workflow=name, version=version) for name, version in workflows)
+    )
+    due = Q(wake_at__lte=now) & (Q(lease_until__isnull=True) | Q(lease_until__lt=now))
+    with transaction.atomic(using=using):
+        candidates = (
+            WorkflowInstance.objects.using(using)
+            .filter(due, of_workflows)
+            .order_by("priority", "wake_at", "created_at", "id")
+        )
+        if vendor.skip_locked(using):
+            candidates = candidates.select_for_update(skip_locked=True)
+        ids = list(candidates.values_list("id", flat=True)[:limit])
+        if not ids:
+            return Claim([], 0)
+        # The conditions again, in the UPDATE itself: where the database cannot skip locked rows
+        # (SQLite) this is what keeps two claims from leasing one instance.
+        WorkflowInstance.objects.using(using).filter(due, pk__in=ids).update(
+            lease_token=token,
+            lease_owner=owner,
+            lease_until=lease_until,
+            runs=F("runs") + 1,
+            updated_at=now,
+            status=Case(
+                When(status=Status.COMPENSATING, then=Value(Status.COMPENSATING)),
+                default=Value(Status.RUNNING),
+            ),
+        )
+        claimed = list(
+            WorkflowInstance.objects.using(using)
+            .filter(lease_token=token, pk__in=ids)
+            .order_by("priority", "wake_at", "created_at", "id")
+        )
+        return Claim(claimed, last_signal_id(using))
+
+
+def renew(
+    using: str, leases: list[tuple[str, str]], lease_until: datetime
+) -> dict[str, LeaseFlags]:
+    """Extend every lease still held (id, token) in one statement; return the flags of those
+    renewed. An instance missing from the result has lost its lease."""
+    if not leases:
+        return {}
+    held = functools.reduce(operator.or_, (Q(pk=id, lease_token=token) for id, token in leases))
+    with transaction.atomic(using=using):
+        WorkflowInstance.objects.using(using).filter(held).update(lease_until=lease_until)
+        rows = WorkflowInstance.objects.using(using).filter(held)
+        return {
+            id: LeaseFlags(cancel, terminate, reason)
+            for id, cancel, terminate, reason in rows.values_list(
+                "id", "cancel_requested", "terminate_requested", "cancel_reason"
+            )
+        }
+
+
+def write(using: str, id: str, token: str, write: InstanceWrite) -> LeaseFlags | None:
+    """Every write of the lease holder, all or nothing, only while `token` is the lease token.
+
+    Returns the cancel/terminate flags, or None (having written nothing) when the lease is gone.
+    """
+    from .signals import record_signal
+
+    with transaction.atomic(using=using):
+        if write.signal is not None:
+            vendor.lock_signals(using, shared=False)
+        elif write.release is not None and write.release.waits:
+            vendor.lock_signals(using, shared=True)
+        held = WorkflowInstance.objects.using(using).filter(pk=id, lease_token=token)
+        flags = held.select_for_update().values_list(
+            "cancel_requested", "terminate_requested", "cancel_reason"
+        )
+        row = flags.first()
+        if row is None:
+            return None
+        cancel_requested, terminate_requested, reason = row
+        if write.entries:
+            JournalEntry.objects.using(using).bulk_create(
+                [
+                    JournalEntry(instance_id=id, name=name, document=document)
+                    for name, document in write.entries.items()
+                ],
+                **vendor.upsert_kwargs(using, ["instance", "name"], ["document"]),
+            )
+        changes = dict(write.changes)
+        if write.signal is not None:
+            record_signal(using, **write.signal, now=write.now, locked=True)
+        release = write.release
+        if release is not None:
+            Wait.objects.using(using).filter(instance_id=id).delete()
+            if release.waits:
+                Wait.objects.using(using).bulk_create(
+                    [Wait(instance_id=id, signal=signal, key=key) for signal, key in release.waits]
+                )
+            wake_at = release.wake_at
+            status = changes.get("status")
+            if status in FINISHED:
+                wake_at = None
+            elif (cancel_requested and status == Status.SUSPENDED) or _signal_arrived(
+                using, release
+            ):
+                wake_at = write.now
+            changes.update(lease_token=None, lease_until=None, wake_at=wake_at)
+        elif write.lease_until is not None:
+            changes["lease_until"] = write.lease_until
+        if changes:
+            if set(changes) - {"lease_until"}:
+                changes["updated_at"] = write.now
+            held.update(**changes)
+        return LeaseFlags(cancel_requested, terminate_requested, reason)
+
+
+def _signal_arrived(using: str, release: Release) -> bool:
+    """Whether a signal the execution did not see matches one of the waits it registers."""
+    if not release.waits:
+        return False
+    matches = functools.reduce(
+        operator.or_,
+        (
+            Q(name=signal, key=key) if key is not None else Q(name=signal, key__isnull=True)
+            for signal, key in release.waits
+        ),
+    )
+    return Signal.objects.using(using).filter(matches, id__gt=release.signal_cursor).exists()

@@ -1,0 +1,84 @@
+"""Signals: recorded under the signal lock, deduplicated by (name, dedupe id), waking waiters."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Case, F, Q, Value, When
+
+from ..errors import WorkflowIdConflictError
+from ..models import Signal, Status, Wait, WorkflowInstance
+from . import vendor
+
+
+@dataclass(frozen=True)
+class RecordedSignal:
+    id: int
+    woken: int
+    created: bool
+    key: str | None
+
+
+def record_signal(
+    using: str,
+    *,
+    name: str,
+    key: str | None,
+    dedupe_id: str | None,
+    payload: Any,
+    now: datetime,
+    locked: bool = False,
+) -> RecordedSignal:
+    """Store a signal under the next id and make due every suspended instance waiting for it.
+
+    Joins the caller's transaction. The exclusive signal lock, held until commit, orders it
+    with every other signal and with suspensions, which makes the dedupe lookup below safe.
+    """
+    with transaction.atomic(using=using, savepoint=False):
+        if not locked:
+            vendor.lock_signals(using, shared=False)
+        if dedupe_id is not None:
+            # A locking read: on MySQL it sees rows committed after the transaction's snapshot.
+            earlier = (
+                Signal.objects.using(using)
+                .select_for_update()
+                .filter(name=name, dedupe_id=dedupe_id)
+                .values_list("id", "key")
+                .first()
+            )
+            if earlier is not None:
+                if earlier[1] != key:
+                    raise WorkflowIdConflictError(
+                        f"Signal {name!r} with id {dedupe_id!r} was sent before with key "
+                        f"{earlier[1]!r}, not {key!r}."
+                    )
+                return RecordedSignal(earlier[0], 0, False, earlier[1])
+        signal = Signal.objects.using(using).create(
+            name=name, key=key, dedupe_id=dedupe_id, payload=payload, created_at=now
+        )
+        waiting = Wait.objects.using(using).filter(signal=name)
+        waiting = waiting.filter(key=key) if key is not None else waiting.filter(key__isnull=True)
+        woken = (
+            WorkflowInstance.objects.using(using)
+            .filter(status=Status.SUSPENDED, pk__in=waiting.values("instance_id"))
+            .update(
+                wake_at=Case(
+                    When(Q(wake_at__isnull=True) | Q(wake_at__gt=now), then=Value(now)),
+                    default=F("wake_at"),
+                ),
+                updated_at=now,
+            )
+        )
+        return RecordedSignal(signal.id, woken, True, key)
+
+
+def signals_for(
+    using: str, *, name: str, key: str | None, after_id: int, up_to_id: int
+) -> list[Signal]:
+    """Signals named `name` with exactly `key` and after_id < id <= up_to_id, by id."""
+    rows = Signal.objects.using(using).filter(name=name, id__gt=after_id, id__lte=up_to_id)
+    rows = rows.filter(key=key) if key is not None else rows.filter(key__isnull=True)
+    return list(rows.order_by("id"))

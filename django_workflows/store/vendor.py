@@ -1,0 +1,104 @@
+"""Every piece of vendor-specific SQL of the store, in one place.
+
+PostgreSQL orders signals and suspensions with a transaction-scoped advisory lock, MySQL and
+MariaDB with a lock row read FOR UPDATE / LOCK IN SHARE MODE, and SQLite with its database lock.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import connections
+from django.db.models import Model
+from django.db.models.constants import OnConflict
+from django.db.models.sql import InsertQuery
+
+from ..models import StoreLock
+
+# pg_advisory_xact_lock keys: a fixed pair of ints, so other advisory-lock users can stay clear.
+_PG_LOCK_CLASS = 0x44575746  # "DWWF"
+_PG_SIGNAL_LOCK = 1
+SIGNAL_LOCK_NAME = "signals"
+
+
+def lock_signals(using: str, *, shared: bool) -> None:
+    """Take the signal lock until the end of the current transaction.
+
+    Signals take it exclusively, writes that register waits take it shared: signal ids then
+    become visible in id order, and a signal never slips past an instance that is suspending.
+    """
+    connection = connections[using]
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            function = "pg_advisory_xact_lock_shared" if shared else "pg_advisory_xact_lock"
+            cursor.execute(f"SELECT {function}(%s, %s)", [_PG_LOCK_CLASS, _PG_SIGNAL_LOCK])
+        elif connection.vendor == "mysql":
+            _lock_row(cursor, SIGNAL_LOCK_NAME, shared=shared)
+        # SQLite: one writer at a time; the database lock already orders them.
+
+
+def lock_names(using: str, names: list[str]) -> None:
+    """Exclusive transaction-scoped locks on `names`, taken in sorted order (claims under limits)."""
+    connection = connections[using]
+    with connection.cursor() as cursor:
+        for name in sorted(set(names)):
+            if connection.vendor == "postgresql":
+                cursor.execute(
+                    "SELECT pg_advisory_xact_lock(%s, hashtext(%s))", [_PG_LOCK_CLASS, name]
+                )
+            elif connection.vendor == "mysql":
+                _lock_row(cursor, name, shared=False)
+
+
+def _lock_row(cursor: Any, name: str, *, shared: bool) -> None:
+    table = StoreLock._meta.db_table
+    mode = "LOCK IN SHARE MODE" if shared else "FOR UPDATE"
+    cursor.execute(f"SELECT name FROM {table} WHERE name = %s {mode}", [name])
+    if cursor.fetchone() is None:
+        # The migration creates the row; a flushed test database may have lost it.
+        cursor.execute(f"INSERT IGNORE INTO {table} (name) VALUES (%s)", [name])
+        cursor.execute(f"SELECT name FROM {table} WHERE name = %s {mode}", [name])
+
+
+def insert_ignore(obj: Model, using: str) -> bool:
+    """INSERT the row unless its key exists (ON CONFLICT DO NOTHING / INSERT IGNORE / OR IGNORE).
+
+    Returns whether it inserted. Never catches a duplicate-key error: inside the caller's
+    transaction on PostgreSQL that would abort the whole transaction.
+    """
+    model = type(obj)
+    fields = [f for f in model._meta.local_concrete_fields if not getattr(f, "generated", False)]
+    query = InsertQuery(model, on_conflict=OnConflict.IGNORE)
+    query.insert_values(fields, [obj])
+    connection = connections[using]
+    compiler = query.get_compiler(using=using)
+    inserted = 0
+    with connection.cursor() as cursor:
+        for sql, params in compiler.as_sql():
+            cursor.execute(sql, params)
+            inserted += max(cursor.rowcount, 0)
+    return inserted == 1
+
+
+def upsert_kwargs(using: str, unique_fields: list[str], update_fields: list[str]) -> dict[str, Any]:
+    """bulk_create() arguments for an upsert (MySQL's ON DUPLICATE KEY UPDATE takes no target)."""
+    kwargs: dict[str, Any] = {"update_conflicts": True, "update_fields": update_fields}
+    if connections[using].features.supports_update_conflicts_with_target:
+        kwargs["unique_fields"] = unique_fields
+    return kwargs
+
+
+def transaction_isolation(using: str) -> str | None:
+    """The isolation level of the current transaction on PostgreSQL, else None."""
+    connection = connections[using]
+    if connection.vendor != "postgresql":
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW transaction_isolation")
+        return str(cursor.fetchone()[0])
+
+
+def skip_locked(using: str) -> bool:
+    """Whether claims can SELECT ... FOR UPDATE SKIP LOCKED here (SQLite serializes instead)."""
+    features = connections[using].features
+    return bool(features.has_select_for_update and features.has_select_for_update_skip_locked)

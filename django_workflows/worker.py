@@ -1,0 +1,261 @@
+"""The worker: claims due instances under a lease, runs them on a thread pool, renews the
+leases of everything it runs, and hands instances back when it stops."""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import socket
+import threading
+import uuid
+from concurrent.futures import Future, ThreadPoolExecutor
+from datetime import timedelta
+from typing import Any
+
+from django.db import close_old_connections, connections
+
+from . import clock, wakeups
+from .conf import database_alias, get_settings
+from .durations import Duration, parse_duration
+from .engine.execution import Execution
+from .models import WorkflowInstance
+from .registry import registry
+from .store import instances as store
+
+logger = logging.getLogger("django_workflows")
+
+
+class Worker:
+    """Runs due instances of the registered workflows (all of them, or `workflows`)."""
+
+    def __init__(
+        self,
+        *,
+        id: str | None = None,
+        concurrency: int | None = None,
+        poll_interval: Duration | None = None,
+        lease_duration: Duration | None = None,
+        shutdown_timeout: Duration | None = None,
+        workflows: list[str] | None = None,
+        using: str | None = None,
+    ):
+        defaults = get_settings().worker
+        self.id = id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.concurrency = concurrency if concurrency is not None else defaults.concurrency
+        if not isinstance(self.concurrency, int) or self.concurrency < 1:
+            raise ValueError(f"concurrency must be a positive integer, not {self.concurrency!r}.")
+        self.poll_interval = _duration(poll_interval, defaults.poll_interval, "poll_interval")
+        self.lease_duration = _duration(lease_duration, defaults.lease_duration, "lease_duration")
+        if self.lease_duration <= timedelta():
+            raise ValueError("lease_duration must be longer than zero.")
+        self.heartbeat_interval = (
+            defaults.heartbeat_interval if lease_duration is None else self.lease_duration / 3
+        )
+        self.shutdown_timeout = _duration(
+            shutdown_timeout, defaults.shutdown_timeout, "shutdown_timeout"
+        )
+        self.workflows = list(workflows) if workflows else None
+        for name in self.workflows or []:
+            registry.resolve(name)  # WorkflowNotFoundError names what is registered
+        self.using = database_alias(using)
+        self._stopping = threading.Event()
+        self._wake = threading.Event()
+        self._lock = threading.Lock()
+        self._running: dict[str, Execution] = {}
+
+    # -- claiming and executing ------------------------------------------------------------------
+
+    def _claim(self, limit: int) -> tuple[list[WorkflowInstance], int, str]:
+        token = uuid.uuid4().hex
+        now = clock.now()
+        claim = store.claim(
+            self.using,
+            owner=self.id,
+            token=token,
+            now=now,
+            lease_until=now + self.lease_duration,
+            limit=limit,
+            workflows=registry.pairs(self.workflows),
+        )
+        return claim.instances, claim.last_signal_id, token
+
+    def _execute(self, instance: WorkflowInstance, last_signal_id: int, token: str) -> str:
+        definition = registry.get(instance.workflow, instance.version)
+        if definition is None:  # unregistered since the claim: leave it to its lease
+            return "unregistered"
+        try:
+            execution = Execution(
+                instance,
+                definition,
+                using=self.using,
+                token=token,
+                last_signal_id=last_signal_id,
+                lease_duration=self.lease_duration,
+            )
+            with self._lock:
+                self._running[instance.id] = execution
+                if self._stopping.is_set():
+                    execution.stop_reason = "shutdown"
+            try:
+                return execution.execute()
+            finally:
+                with self._lock:
+                    self._running.pop(instance.id, None)
+        except Exception:
+            logger.exception(
+                "Instance %s (%s@%s) stopped with an unexpected error; it runs again once its "
+                "lease expires.",
+                instance.id,
+                instance.workflow,
+                instance.version,
+            )
+            return "error"
+
+    def drain(self) -> int:
+        """Run every due instance, in this thread, until none is left that can start.
+
+        Returns how many executions it ran.
+        """
+        executed = 0
+        while not self._stopping.is_set():
+            instances, last_signal_id, token = self._claim(1)
+            if not instances:
+                return executed
+            for instance in instances:
+                self._execute(instance, last_signal_id, token)
+                executed += 1
+        return executed
+
+    # -- the loop --------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        """Poll, claim and execute until stop() is called; then hand back what it stopped."""
+        vendor = connections[self.using].vendor
+        logger.info(
+            "Worker %s runs %s on %s (concurrency %d, poll %s, lease %s).",
+            self.id,
+            ", ".join(f"{n}@{v}" for n, v in registry.pairs(self.workflows)) or "nothing",
+            vendor,
+            self.concurrency,
+            self.poll_interval,
+            self.lease_duration,
+        )
+        if vendor == "sqlite":
+            logger.info("On SQLite, run one worker process: SQLite serializes writers.")
+        wakeups.subscribe(self._wake)
+        renewer = threading.Thread(target=self._renew_loop, name=f"{self.id} renewer", daemon=True)
+        renewer.start()
+        futures: set[Future[Any]] = set()
+        pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="workflow")
+        try:
+            while not self._stopping.is_set():
+                futures = {f for f in futures if not f.done()}
+                free = self.concurrency - len(futures)
+                claimed = 0
+                if free > 0:
+                    try:
+                        close_old_connections()
+                        instances, last_signal_id, token = self._claim(free)
+                    except Exception:
+                        logger.exception("Claiming due instances failed; trying again.")
+                        instances, last_signal_id, token = [], 0, ""
+                    for instance in instances:
+                        futures.add(
+                            pool.submit(self._execute_in_pool, instance, last_signal_id, token)
+                        )
+                    claimed = len(instances)
+                if claimed and claimed == free:
+                    continue  # more may be due: claim again as soon as a slot frees
+                self._wake.wait(self._poll_wait())
+                self._wake.clear()
+        finally:
+            wakeups.unsubscribe(self._wake)
+            self._shut_down(pool, futures)
+
+    def _execute_in_pool(self, instance: WorkflowInstance, last_signal_id: int, token: str) -> str:
+        close_old_connections()
+        try:
+            return self._execute(instance, last_signal_id, token)
+        finally:
+            close_old_connections()
+            self._wake.set()  # a slot is free
+
+    def _poll_wait(self) -> float:
+        # A little jitter, so many workers do not poll in step.
+        seconds = self.poll_interval.total_seconds()
+        return seconds * random.uniform(0.9, 1.1)
+
+    def _renew_loop(self) -> None:
+        interval = self.heartbeat_interval.total_seconds()
+        while not self._stopping.wait(interval):
+            try:
+                self.renew()
+            except Exception:
+                logger.exception("Renewing leases failed; trying again.")
+            finally:
+                close_old_connections()
+
+    def renew(self) -> None:
+        """Renew the leases of every running execution in one statement; stop the lost ones."""
+        with self._lock:
+            running = list(self._running.values())
+        if not running:
+            return
+        leases = [(e.instance.id, e.token) for e in running]
+        flags = store.renew(self.using, leases, clock.now() + self.lease_duration)
+        for execution in running:
+            held = flags.get(execution.instance.id)
+            if held is None:
+                execution.stop_reason = "lease-lost"
+                for step in list(execution.running_steps):
+                    step.cancelled.set()
+            else:
+                execution.flags = held
+                if held.cancel_requested or held.terminate_requested:
+                    for step in list(execution.running_steps):
+                        step.cancelled.set()
+
+    # -- stopping --------------------------------------------------------------------------------
+
+    def stop(self, timeout: Duration | None = None) -> None:
+        """Stop claiming, cancel running steps, and let run() hand the instances back."""
+        if timeout is not None:
+            self.shutdown_timeout = parse_duration(timeout, "timeout")
+        self._stopping.set()
+        self._wake.set()
+        with self._lock:
+            for execution in self._running.values():
+                if execution.stop_reason is None:
+                    execution.stop_reason = "shutdown"
+                for step in list(execution.running_steps):
+                    step.cancelled.set()
+
+    def _shut_down(self, pool: ThreadPoolExecutor, futures: set[Future[Any]]) -> None:
+        self.stop()
+        pending = {f for f in futures if not f.done()}
+        if pending:
+            from concurrent.futures import wait
+
+            wait(pending, timeout=self.shutdown_timeout.total_seconds())
+        with self._lock:
+            left = list(self._running)
+        if left:
+            logger.warning(
+                "Worker %s stopped with %d instance(s) still inside a step: %s. They run again "
+                "once their leases expire.",
+                self.id,
+                len(left),
+                ", ".join(left),
+            )
+        pool.shutdown(wait=False, cancel_futures=True)
+        logger.info("Worker %s stopped.", self.id)
+
+
+def _duration(value: Duration | None, default: timedelta, what: str) -> timedelta:
+    return default if value is None else parse_duration(value, what)
+
+
+def drain(*, using: str | None = None) -> int:
+    """Run every due instance in this thread until none is left that can start; how many ran."""
+    return Worker(using=using).drain()

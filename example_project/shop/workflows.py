@@ -1,0 +1,66 @@
+"""The order fulfilment of the tutorial: charge, reserve, wait for the carrier, then a review."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django_workflows import Retry, WorkflowSignal, workflow
+
+from . import inventory, mail, payments
+
+# The carrier POSTs {"type", "reference", "trackingNumber", "occurredAt"} to our webhook;
+# "reference" is the order id, and the key of both signals.
+shipment_delivered = WorkflowSignal("shipment.delivered")
+"""Sent by the webhook, awaited by the fulfilment workflow. The order id is its key."""
+
+shipment_returned = WorkflowSignal("shipment.returned")
+"""Sent by the webhook when the carrier brings the parcel back. The order id is its key."""
+
+
+def fulfilment_id(order_id: str) -> str:
+    """One fulfilment per order: the order id makes the workflow instance id."""
+    return f"order-{order_id}"
+
+
+@workflow("order-fulfilment", timeout="30d")
+def fulfil_order(ctx: Any, order: dict[str, Any]) -> dict[str, Any]:
+    """Charge the card, reserve the stock, wait for the delivery, then ask for a review."""
+    charge = ctx.step(
+        "charge-payment",
+        lambda step: payments.charge(order, step.idempotency_key),
+        retry=Retry(attempts=5, delay="2s"),
+        compensate=lambda charge, step: payments.refund(charge["charge_id"], step.idempotency_key),
+    )
+    ctx.set_status("paid")
+
+    ctx.step(
+        "reserve-stock",
+        lambda step: inventory.reserve(order["items"], step.idempotency_key),
+        compensate=lambda reservation, step: inventory.release(reservation["reservation_id"]),
+    )
+    ctx.set_status("awaiting-delivery")
+
+    outcome = ctx.wait_for_any(
+        "await-delivery",
+        delivered=ctx.signal_wait(shipment_delivered, key=order["id"]),
+        returned=ctx.signal_wait(shipment_returned, key=order["id"]),
+        timed_out=ctx.timer("3d"),
+    )
+    if outcome.key == "returned":
+        ctx.fail(f"The carrier returned order {order['id']} to the warehouse.")
+    if outcome.key == "timed_out":
+        ctx.fail(f"Order {order['id']} was not delivered within 3 days.")
+    delivery = outcome.value
+
+    # Point of no return: the parcel arrived, so nothing from here on refunds the charge
+    # or releases the stock, not a failure and not a cancel.
+    ctx.commit("delivered")
+    ctx.set_status("delivered")
+
+    ctx.sleep("before-review-request", "7d")
+    ctx.step(
+        "send-review-request",
+        lambda step: mail.send_review_request(order, step.idempotency_key),
+    )
+
+    return {"charge_id": charge["charge_id"], "tracking_number": delivery["trackingNumber"]}

@@ -1,0 +1,134 @@
+"""Settings of the example shop: SQLite next to this project, one worker process."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import django
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+# A development project: never deploy these values.
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "django-insecure-example-shop-only")
+DEBUG = os.environ.get("DJANGO_DEBUG", "1") == "1"
+ALLOWED_HOSTS = ["127.0.0.1", "localhost", "[::1]"]
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_workflows",
+    "shop",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "shopsite.urls"
+WSGI_APPLICATION = "shopsite.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+
+def database_from_environment() -> dict[str, Any]:
+    """SQLite next to this project; DB=postgres or DB=mysql picks a server instead.
+
+    The servers take DB_HOST (127.0.0.1), DB_PORT (5432 / 3306), DB_USER, DB_PASSWORD and
+    DB_NAME (all three "workflows"), as the test suite's settings do.
+    """
+    vendor = os.environ.get("DB", "sqlite") or "sqlite"
+    if vendor == "sqlite":
+        # The web server and the `runworkflows` worker share this file. A 30 s busy timeout and
+        # BEGIN IMMEDIATE keep their transactions from failing with "database is locked".
+        options: dict[str, Any] = {"timeout": 30}
+        if django.VERSION >= (5, 1):
+            options["transaction_mode"] = "IMMEDIATE"
+        return {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": BASE_DIR / "db.sqlite3",
+            "OPTIONS": options,
+            # A file, not :memory:, for the tests: the worker's threads each open a connection.
+            "TEST": {"NAME": str(Path(tempfile.gettempdir()) / "shop_test.sqlite3")},
+        }
+    server = {
+        "HOST": os.environ.get("DB_HOST", "127.0.0.1"),
+        "USER": os.environ.get("DB_USER", "workflows"),
+        "PASSWORD": os.environ.get("DB_PASSWORD", "workflows"),
+        "NAME": os.environ.get("DB_NAME", "workflows"),
+    }
+    if vendor == "postgres":
+        return {
+            "ENGINE": "django.db.backends.postgresql",
+            "PORT": os.environ.get("DB_PORT", "5432"),
+            **server,
+        }
+    if vendor == "mysql":
+        return {
+            "ENGINE": "django.db.backends.mysql",
+            "PORT": os.environ.get("DB_PORT", "3306"),
+            "OPTIONS": {"charset": "utf8mb4"},
+            "TEST": {"CHARSET": "utf8mb4", "COLLATION": "utf8mb4_bin"},
+            **server,
+        }
+    raise ImproperlyConfigured(f"DB={vendor!r}: expected 'sqlite', 'postgres' or 'mysql'.")
+
+
+DATABASES = {"default": database_from_environment()}
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+
+DJANGO_WORKFLOWS = {
+    "WORKER": {"CONCURRENCY": 4, "POLL_INTERVAL": "1s"},
+}
+
+# The stand-in payment provider declines cards for orders above this total (in cents).
+SHOP_CARD_LIMIT = 100_000
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {
+        "console": {"format": "{asctime} {levelname} [{name}] {message}", "style": "{"},
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": "console"},
+    },
+    "loggers": {
+        "django_workflows": {"handlers": ["console"], "level": "INFO", "propagate": False},
+        "shop": {"handlers": ["console"], "level": "INFO", "propagate": False},
+    },
+}

@@ -1,0 +1,32 @@
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+
+
+def pytest_report_header(config):
+    """Says which database the run uses, so that CI output shows it (`database: ...`)."""
+    from django.db import connection
+
+    if connection.vendor == "sqlite":
+        version = f"SQLite {sqlite3.sqlite_version}"
+        where = connection.settings_dict["NAME"]
+    else:
+        where = f"{connection.settings_dict['HOST']}:{connection.settings_dict['PORT']}"
+        try:
+            # The server's version, read before pytest-django creates the test database.
+            with _database_unblocked(config), connection._nodb_cursor() as cursor:
+                cursor.execute("SELECT version()")
+                version = cursor.fetchone()[0]
+        except Exception as error:  # the tests fail on this themselves; the header only says it
+            version = f"unreachable ({error.__class__.__name__}: {error})".splitlines()[0]
+    return f"database: DB={os.environ.get('DB', 'sqlite')} ({connection.vendor}) {version}, {where}"
+
+
+def _database_unblocked(config):
+    try:
+        from pytest_django.plugin import blocking_manager_key
+    except ImportError:
+        return contextlib.nullcontext()
+    return config.stash[blocking_manager_key].unblock()

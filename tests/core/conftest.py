@@ -1,0 +1,12 @@
+from __future__ import annotations
+
+import pytest
+
+from tests.testapp.world import world as the_world
+
+
+@pytest.fixture
+def world():
+    """The outside world's stand-ins, fresh for each test."""
+    the_world.reset()
+    return the_world

@@ -1,0 +1,109 @@
+"""Django settings for the test suite; the database comes from the environment.
+
+DB=sqlite (default), DB=postgres or DB=mysql; for the servers DB_HOST (127.0.0.1), DB_PORT
+(5432 / 3306), DB_USER, DB_PASSWORD and DB_NAME (all three "workflows").
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import django
+from django.core.exceptions import ImproperlyConfigured
+
+SECRET_KEY = "django-workflows-tests-not-secret"
+DEBUG = False
+USE_TZ = True
+TIME_ZONE = "UTC"
+ROOT_URLCONF = "tests.urls"
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+ALLOWED_HOSTS = ["*"]
+STATIC_URL = "/static/"
+
+INSTALLED_APPS = [
+    "django.contrib.contenttypes",
+    "django.contrib.auth",
+    "django.contrib.admin",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_workflows",
+    "tests.testapp",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+]
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+
+def database_from_environment() -> dict[str, Any]:
+    """The `default` database for the DB environment variable."""
+    vendor = os.environ.get("DB", "sqlite") or "sqlite"
+    if vendor == "sqlite":
+        # A file, not :memory:: tests run real threads, each with its own connection.
+        path = str(Path(tempfile.gettempdir()) / "django_workflows_test.sqlite3")
+        options: dict[str, Any] = {"timeout": 30}
+        if django.VERSION >= (5, 1):
+            options["transaction_mode"] = "IMMEDIATE"
+        return {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": path,
+            "OPTIONS": options,
+            "TEST": {"NAME": path},
+        }
+    server = {
+        "HOST": os.environ.get("DB_HOST", "127.0.0.1"),
+        "USER": os.environ.get("DB_USER", "workflows"),
+        "PASSWORD": os.environ.get("DB_PASSWORD", "workflows"),
+        "NAME": os.environ.get("DB_NAME", "workflows"),
+    }
+    if vendor == "postgres":
+        return {
+            "ENGINE": "django.db.backends.postgresql",
+            "PORT": os.environ.get("DB_PORT", "5432"),
+            **server,
+        }
+    if vendor == "mysql":
+        # MySQL's default REPEATABLE READ is left alone on purpose: the product must work there.
+        return {
+            "ENGINE": "django.db.backends.mysql",
+            "PORT": os.environ.get("DB_PORT", "3306"),
+            "OPTIONS": {"charset": "utf8mb4"},
+            "TEST": {"CHARSET": "utf8mb4", "COLLATION": "utf8mb4_bin"},
+            **server,
+        }
+    raise ImproperlyConfigured(f"DB={vendor!r}: expected 'sqlite', 'postgres' or 'mysql'.")
+
+
+DATABASES = {"default": database_from_environment()}
+
+# Quiet by default; pytest's caplog still captures records (it attaches its own handler).
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"null": {"class": "logging.NullHandler"}},
+    "root": {"handlers": ["null"], "level": "WARNING"},
+}
