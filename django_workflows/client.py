@@ -50,6 +50,8 @@ def check_key(what: str, value: str | None, using: str, max_length: int = KEY_LE
 
 
 def _wake_on_commit(using: str) -> None:
+    """Wake this process's workers at commit, and on PostgreSQL the other processes' too."""
+    vendor.notify(using)
     transaction.on_commit(wakeups.wake_local_workers, using=using)
 
 

@@ -22,6 +22,7 @@ from .engine.execution import Execution
 from .models import WorkflowInstance
 from .registry import registry
 from .store import instances as store
+from .store import vendor as store_vendor
 
 logger = logging.getLogger("django_workflows")
 
@@ -146,6 +147,14 @@ class Worker:
         wakeups.subscribe(self._wake)
         renewer = threading.Thread(target=self._renew_loop, name=f"{self.id} renewer", daemon=True)
         renewer.start()
+        if vendor == "postgresql":
+            listener = threading.Thread(
+                target=store_vendor.listen,
+                args=(self.using, self._wake.set, self._stopping),
+                name=f"{self.id} listener",
+                daemon=True,
+            )
+            listener.start()
         futures: set[Future[Any]] = set()
         pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="workflow")
         try:

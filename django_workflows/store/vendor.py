@@ -6,6 +6,9 @@ MariaDB with a lock row read FOR UPDATE / LOCK IN SHARE MODE, and SQLite with it
 
 from __future__ import annotations
 
+import logging
+import threading
+from collections.abc import Callable
 from typing import Any
 
 from django.db import connections
@@ -14,6 +17,8 @@ from django.db.models.constants import OnConflict
 from django.db.models.sql import InsertQuery
 
 from ..models import StoreLock
+
+logger = logging.getLogger("django_workflows")
 
 # pg_advisory_xact_lock keys: a fixed pair of ints, so other advisory-lock users can stay clear.
 _PG_LOCK_CLASS = 0x44575746  # "DWWF"
@@ -102,3 +107,38 @@ def skip_locked(using: str) -> bool:
     """Whether claims can SELECT ... FOR UPDATE SKIP LOCKED here (SQLite serializes instead)."""
     features = connections[using].features
     return bool(features.has_select_for_update and features.has_select_for_update_skip_locked)
+
+
+NOTIFY_CHANNEL = "django_workflows"
+
+
+def notify(using: str) -> None:
+    """On PostgreSQL, NOTIFY the workers of other processes; delivered when the transaction commits."""
+    connection = connections[using]
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_notify(%s, '')", [NOTIFY_CHANNEL])
+
+
+def listen(using: str, wake: Callable[[], None], stop: threading.Event) -> None:
+    """On PostgreSQL, call `wake` for every NOTIFY of start() and signal() until `stop` is set.
+
+    Runs on a connection of its own, outside Django's, in autocommit mode.
+    """
+    connection = connections[using]
+    if connection.vendor != "postgresql":
+        return
+    while not stop.is_set():
+        try:
+            raw = connection.get_new_connection(connection.get_connection_params())
+            try:
+                raw.autocommit = True
+                raw.execute(f"LISTEN {NOTIFY_CHANNEL}")
+                while not stop.is_set():
+                    for _ in raw.notifies(timeout=1.0):
+                        wake()
+            finally:
+                raw.close()
+        except Exception:
+            logger.exception("Listening for PostgreSQL notifications failed; retrying in 5s.")
+            stop.wait(5)
