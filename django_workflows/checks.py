@@ -58,7 +58,7 @@ def check_database(app_configs: Any = None, databases: Any = None, **kwargs: Any
         return problems
     if databases is not None and alias not in databases:
         return problems
-    connection = connections[alias]
+    connection: Any = connections[alias]
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("SHOW default_transaction_isolation")

@@ -54,7 +54,7 @@ class StepContext:
         progress: Any,
         reason: BaseException | None = None,
     ):
-        self._execution = execution
+        self._execution: Any = execution
         self._name = name
         self._entry_name = entry_name
         self.idempotency_key = f"{execution.instance.id}:{entry_name}"
@@ -160,16 +160,16 @@ class WorkflowContext:
                 started_at=journal.timestamp(x.now()),
                 wake_at=journal.timestamp(wake_at),
             )
-        wake_at = journal.parse_timestamp(entry["wake_at"])
-        assert wake_at is not None
-        if x.now() >= wake_at:
+        due = journal.parse_timestamp(entry["wake_at"])
+        assert due is not None
+        if x.now() >= due:
             x.record(
                 name,
                 position,
                 **{**entry, "status": journal.COMPLETED, "finished_at": journal.timestamp(x.now())},
             )
             return None
-        x.suspend(wake_at=wake_at)
+        x.suspend(wake_at=due)
 
     def timer(
         self, duration: Duration | None = None, *, until: datetime | None = None

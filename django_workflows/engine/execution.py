@@ -22,7 +22,7 @@ _UNDONE_AS = {
     "WorkflowCancelledError": Status.CANCELLED,
     "WorkflowTerminatedError": Status.CANCELLED,
 }
-_FINAL_EVENTS = {
+_FINAL_EVENTS: dict[str, str] = {
     Status.COMPLETED: "workflow-completed",
     Status.FAILED: "workflow-failed",
     Status.CANCELLED: "workflow-cancelled",
@@ -221,7 +221,9 @@ class Execution(Runtime):
             try:
                 self._call(
                     step,
-                    lambda step=step: compensation.fn(copy.deepcopy(compensation.result), step),
+                    lambda step=step: compensation.fn(  # type: ignore[misc]
+                        copy.deepcopy(compensation.result), step
+                    ),
                     None,
                     None,
                 )

@@ -478,9 +478,10 @@ class Runtime:
                 progress=progress,
             )
             self.write()  # the attempt's start, with everything buffered before it
-            step = StepContext(self, name, name, attempt, progress)
+            step = StepContext(self, name, name, attempt, progress)  # type: ignore[arg-type]
             try:
-                result = self._call(step, lambda step=step: fn(step), timeout, heartbeat_timeout)
+                call: Callable[[], Any] = lambda step=step: fn(step)  # type: ignore[misc]  # noqa: E731
+                result = self._call(step, call, timeout, heartbeat_timeout)
                 result = to_json(result, f'The result of step "{name}"', using=self.using)
             except Exception as error:
                 if self.definition_error is not None:
@@ -634,7 +635,7 @@ class Runtime:
         now = self.now()
         signal_conditions = {k: c for k, c in conditions.items() if isinstance(c, SignalCondition)}
         if entry is None:
-            deadlines = {
+            recorded = {
                 key: journal.timestamp(self.timer_deadline(condition, now))
                 for key, condition in conditions.items()
                 if isinstance(condition, TimerCondition)
@@ -645,10 +646,12 @@ class Runtime:
                 kind="wait",
                 status=journal.PENDING,
                 started_at=journal.timestamp(now),
-                deadlines=deadlines,
+                deadlines=recorded,
                 waits=[[c.signal, c.key] for c in signal_conditions.values()],
             )
-        deadlines = {k: journal.parse_timestamp(v) for k, v in entry["deadlines"].items()}
+        deadlines: dict[str, datetime | None] = {
+            k: journal.parse_timestamp(v) for k, v in entry["deadlines"].items()
+        }
         first_deadline = min((d for d in deadlines.values() if d is not None), default=None)
         with self._lock:
             winner = None
@@ -736,13 +739,15 @@ class Runtime:
                 continue
             self._serve(0.05)
         raised = [error for error in outcomes if error is not None]
-        for kind in (LeaseLost, HandBack):
+        order: tuple[type[BaseException], ...] = (LeaseLost, HandBack)
+        for kind in order:
             for error in raised:
                 if isinstance(error, kind):
                     raise error
         if self.definition_error is not None:
             raise self.definition_error
-        for kind in (Cancel, RunTimeout, JournalFull, Exception, Suspend):
+        order = (Cancel, RunTimeout, JournalFull, Exception, Suspend)
+        for kind in order:
             for error in raised:
                 if isinstance(error, kind):
                     raise error
