@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 from typing import Any
@@ -31,6 +32,14 @@ class Command(BaseCommand):
         parser.add_argument("--database", default=None, help="The database alias of the workflows.")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        logger = logging.getLogger("django_workflows")
+        if not any(
+            not isinstance(h, logging.NullHandler) for h in _handlers(logger)
+        ):  # a project without LOGGING for us still sees what the worker does
+            handler = logging.StreamHandler(self.stderr)
+            handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+            logger.addHandler(handler)
+            logger.setLevel(logging.INFO)
         worker = Worker(
             concurrency=options["concurrency"],
             poll_interval=options["poll_interval"],
@@ -55,3 +64,13 @@ class Command(BaseCommand):
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGINT, stop)
         worker.run()
+
+
+def _handlers(logger: logging.Logger) -> list[logging.Handler]:
+    """The handlers a record of `logger` reaches, following propagation."""
+    found: list[logging.Handler] = []
+    current: logging.Logger | None = logger
+    while current is not None:
+        found += current.handlers
+        current = current.parent if current.propagate else None
+    return found

@@ -1,0 +1,41 @@
+"""Workflows run by real `runworkflows` processes in the tests."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+from django.db.models import F
+
+from django_workflows import workflow
+
+from .models import Charge, StepRun
+
+
+def recorded(instance_id: str, name: str, seconds: float):
+    def run(step: Any) -> Any:
+        attempt = StepRun.objects.create(
+            instance_id=instance_id, step=name, pid=os.getpid(), started=time.time()
+        )
+        if step.cancelled.wait(seconds):
+            raise RuntimeError(f"{name} stopped: the worker is shutting down")
+        if name == "charge":
+            charge, created = Charge.objects.get_or_create(
+                key=step.idempotency_key, defaults={"order_id": instance_id}
+            )
+            if not created:
+                Charge.objects.filter(pk=charge.pk).update(requests=F("requests") + 1)
+        StepRun.objects.filter(pk=attempt.pk).update(finished=time.time())
+        return {"step": name, "pid": os.getpid()}
+
+    return run
+
+
+@workflow("process-order")
+def process_order(ctx: Any, input: dict[str, Any]) -> dict[str, Any]:
+    seconds = input.get("seconds", 0.05)
+    charge = ctx.step("charge", recorded(ctx.instance_id, "charge", seconds))
+    ctx.step("reserve", recorded(ctx.instance_id, "reserve", seconds))
+    ctx.step("ship", recorded(ctx.instance_id, "ship", seconds))
+    return {"charged_by": charge["pid"]}

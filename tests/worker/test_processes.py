@@ -1,0 +1,103 @@
+"""Real runworkflows processes: SIGTERM hands instances back, SIGKILL loses nothing."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from django.db import connection
+
+import django_workflows as wf
+from django_workflows.models import WorkflowInstance
+from django_workflows.store import instances as store
+from tests.procapp.models import Charge, StepRun
+
+pytestmark = pytest.mark.django_db(transaction=True)
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def spawn(*args: str) -> subprocess.Popen:
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "tests.settings",
+        "DB_NAME": connection.settings_dict["NAME"],  # the test database
+        "PYTHONPATH": str(ROOT),
+    }
+    return subprocess.Popen(
+        [sys.executable, "-m", "django", "runworkflows", *args],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+
+
+def wait_for(condition, timeout: float = 30.0, what: str = "the condition") -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"Timed out waiting for {what}.")
+
+
+def test_sigterm_hands_a_stopped_instance_back_at_once():
+    wf.start("process-order", {"seconds": 60}, id="long-1")
+    worker = spawn("--shutdown-timeout", "5s", "--poll-interval", "200ms", "--lease-duration", "60s")
+    try:
+        wait_for(lambda: StepRun.objects.filter(instance_id="long-1").exists(), what="the first step")
+        worker.send_signal(signal.SIGTERM)
+        output, _ = worker.communicate(timeout=20)
+    finally:
+        worker.kill()
+    assert worker.returncode == 0, output
+    assert "handed back" in output
+    row = WorkflowInstance.objects.get(pk="long-1")
+    assert row.lease_token is None and row.status == "suspended"
+    # Claimable again now, not once the 60-second lease would have expired.
+    now = datetime.now(UTC)
+    claim = store.claim(
+        connection.alias, owner="test", token="t", now=now, lease_until=now, limit=5,
+        workflows=[("process-order", 1)],
+    )
+    assert [i.id for i in claim.instances] == ["long-1"]
+
+
+def test_three_processes_share_thirty_orders_and_survive_a_sigkill():
+    if connection.vendor == "sqlite":
+        pytest.skip("SQLite: one worker process is the supported set-up (SQLite serializes writers)")
+    for n in range(30):
+        wf.start("process-order", {"seconds": 0.05}, id=f"order-{n:02d}")
+    options = ("--concurrency", "4", "--lease-duration", "2s", "--poll-interval", "200ms")
+    workers = [spawn(*options) for _ in range(3)]
+    try:
+        wait_for(lambda: Charge.objects.count() >= 8, what="some charges")
+        victim = workers[0]
+        victim.kill()  # SIGKILL: no hand-back, its leases must expire
+        victim.wait(10)
+        killed_at = time.time()
+        wait_for(
+            lambda: WorkflowInstance.objects.filter(status="completed").count() == 30,
+            timeout=90, what="all 30 orders to complete",
+        )
+    finally:
+        for worker in workers:
+            if worker.poll() is None:
+                worker.send_signal(signal.SIGTERM)
+        for worker in workers:
+            try:
+                worker.communicate(timeout=20)
+            except subprocess.TimeoutExpired:
+                worker.kill()
+    assert Charge.objects.count() == 30  # each order charged once, by its idempotency key
+    # No instance was ever executed by two processes at once.
+    for n in range(30):
+        runs = list(StepRun.objects.filter(instance_id=f"order-{n:02d}").order_by("started"))
+        for before, after in zip(runs, runs[1:], strict=False):
+            if before.pid != after.pid:
+                ended = before.finished if before.finished is not None else killed_at
+                assert ended <= after.started, (n, before.pid, after.pid)
+    assert len({run.pid for run in StepRun.objects.all()}) >= 2
