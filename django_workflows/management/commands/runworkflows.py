@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import argparse
 import logging
 import os
 import signal
+import threading
 from typing import Any
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
+from django.utils import autoreload
 
 from ...durations import parse_duration
 from ...worker import Worker
@@ -30,6 +34,12 @@ class Command(BaseCommand):
         )
         parser.add_argument("--once", action="store_true", help="Run what is due, then exit.")
         parser.add_argument("--database", default=None, help="The database alias of the workflows.")
+        parser.add_argument(
+            "--reload",
+            action=argparse.BooleanOptionalAction,
+            default=None,
+            help="Restart when code changes, as runserver does (default: on under DEBUG).",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         logger = logging.getLogger("django_workflows")
@@ -40,7 +50,18 @@ class Command(BaseCommand):
             handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
             logger.addHandler(handler)
             logger.setLevel(logging.INFO)
-        worker = Worker(
+        if options["once"]:
+            executed = self._worker(options).drain()
+            self.stdout.write(f"Ran {executed} execution(s).")
+            return
+        reload = settings.DEBUG if options["reload"] is None else options["reload"]
+        if reload:
+            autoreload.run_with_reloader(self._run_reloading, options)
+        else:
+            self._run(self._worker(options))
+
+    def _worker(self, options: dict[str, Any]) -> Worker:
+        return Worker(
             concurrency=options["concurrency"],
             poll_interval=options["poll_interval"],
             lease_duration=options["lease_duration"],
@@ -48,10 +69,25 @@ class Command(BaseCommand):
             workflows=options["workflows"],
             using=options["database"],
         )
-        if options["once"]:
-            executed = worker.drain()
-            self.stdout.write(f"Ran {executed} execution(s).")
-            return
+
+    def _run_reloading(self, options: dict[str, Any]) -> None:
+        """Under the autoreloader: a changed file stops the worker (handing its instances back)
+        before the process restarts with the new code."""
+        worker = self._worker(options)
+        stopped = threading.Event()
+
+        def on_change(sender: Any, file_path: Any, **kwargs: Any) -> None:
+            self.stderr.write(f"{file_path} changed: stopping the worker to reload.")
+            worker.stop()
+            stopped.wait(worker.shutdown_timeout.total_seconds() + 1)
+
+        autoreload.file_changed.connect(on_change, weak=False)
+        try:
+            worker.run()
+        finally:
+            stopped.set()
+
+    def _run(self, worker: Worker) -> None:
         stops = 0
 
         def stop(signum: int, frame: Any) -> None:
