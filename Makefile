@@ -11,6 +11,7 @@ PYTHON ?= $(shell command -v python3.11 2>/dev/null || command -v python3)
 VENV := .venv
 DB ?= sqlite
 ARGS ?=
+SHOP_ARGS ?= -q
 
 # mysqlclient compiles against libmysqlclient: install the `mysql` extra only where it can build.
 ifeq ($(DB),mysql)
@@ -34,8 +35,10 @@ $(STAMP): pyproject.toml
 	@rm -f $(VENV)/.installed-*
 	@touch $@
 
+# The package's suite, then the example shop's (its own settings module, so its own run).
 test: venv
 	DB=$(DB) $(VENV)/bin/pytest $(ARGS)
+	cd example_project && DB=$(DB) ../$(VENV)/bin/pytest $(SHOP_ARGS)
 
 demo: venv
 	scripts/demo.sh

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
-from django.core.checks import Error, Warning, register
+from django.core.checks import Error, Tags, register
 from django.db import connections
 
 from .conf import get_settings
@@ -31,8 +31,7 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[Any]:
 
 @register()
 def check_definitions(app_configs: Any = None, **kwargs: Any) -> list[Any]:
-    """W001: a concurrency or rate-limit key without a per-key limit is impossible by
-    construction; W002: a workflow name longer than its column on MySQL."""
+    """E003: a workflow name longer than its column."""
     from .models import KEY_LENGTH
     from .registry import registry
 
@@ -48,7 +47,7 @@ def check_definitions(app_configs: Any = None, **kwargs: Any) -> list[Any]:
     return problems
 
 
-@register(deploy=False, databases=True)  # type: ignore[call-arg]
+@register(Tags.database)
 def check_database(app_configs: Any = None, databases: Any = None, **kwargs: Any) -> list[Any]:
     """E004: PostgreSQL stricter than READ COMMITTED; E005: MariaDB < 10.6 or MySQL < 8.0.1."""
     problems: list[Any] = []
@@ -89,6 +88,3 @@ def check_database(app_configs: Any = None, databases: Any = None, **kwargs: Any
                 )
             )
     return problems
-
-
-__all__ = ["Warning", "check_database", "check_definitions", "check_settings"]

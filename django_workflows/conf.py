@@ -30,7 +30,7 @@ class WorkerSettings:
     concurrency: int = 10
     poll_interval: timedelta = timedelta(seconds=1)
     lease_duration: timedelta = timedelta(seconds=30)
-    heartbeat_interval: timedelta = timedelta(seconds=10)
+    heartbeat_interval: timedelta | None = None  # None: a third of the lease duration
     shutdown_timeout: timedelta = timedelta(seconds=10)
 
 

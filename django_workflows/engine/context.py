@@ -197,7 +197,12 @@ class WorkflowContext:
         """A signal condition for wait_for_any(): `signal` with exactly `key`, filtered by `match`."""
         if key is not None and not isinstance(key, str):
             raise errors.WorkflowDefinitionError(f"A signal key must be a string, not {key!r}.")
-        return SignalCondition(_signal_name(signal), key, match)
+        name = _signal_name(signal)
+        from ..client import check_key
+
+        check_key("The signal name", name, self._x.using)
+        check_key("The signal key", key, self._x.using)
+        return SignalCondition(name, key, match)
 
     def wait_for_signal(
         self,

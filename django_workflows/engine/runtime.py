@@ -24,7 +24,7 @@ from ..conf import get_settings
 from ..definitions import Workflow
 from ..events import emit
 from ..jsonvalues import size, to_json
-from ..models import WorkflowInstance
+from ..models import JOURNAL_NAME_LENGTH, WorkflowInstance
 from ..results import WaitOutcome
 from ..retries import default_retry
 from ..store import instances as store
@@ -163,6 +163,11 @@ class Runtime:
     def enter(self, name: str, kind: str) -> tuple[tuple[int, ...], dict[str, Any] | None]:
         """Reach the operation `name`: its position, and its journal entry if it has one."""
         self._guard_step(f'ctx ({kind} "{name}")')
+        if len(name) > JOURNAL_NAME_LENGTH and connections[self.using].vendor == "mysql":
+            raise ValueError(
+                f'The {kind} name "{name[:40]}..." is {len(name)} characters long; the most it '
+                f"can be is {JOURNAL_NAME_LENGTH}."
+            )
         with self._lock:
             if name in self.reached:
                 raise self._define_error(

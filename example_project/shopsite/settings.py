@@ -87,6 +87,8 @@ def database_from_environment() -> dict[str, Any]:
         return {
             "ENGINE": "django.db.backends.postgresql",
             "PORT": os.environ.get("DB_PORT", "5432"),
+            # Not the test suite's test_workflows: the two runs may share a server.
+            "TEST": {"NAME": "test_shop"},
             **server,
         }
     if vendor == "mysql":
@@ -94,7 +96,7 @@ def database_from_environment() -> dict[str, Any]:
             "ENGINE": "django.db.backends.mysql",
             "PORT": os.environ.get("DB_PORT", "3306"),
             "OPTIONS": {"charset": "utf8mb4"},
-            "TEST": {"CHARSET": "utf8mb4", "COLLATION": "utf8mb4_bin"},
+            "TEST": {"NAME": "test_shop", "CHARSET": "utf8mb4", "COLLATION": "utf8mb4_bin"},
             **server,
         }
     raise ImproperlyConfigured(f"DB={vendor!r}: expected 'sqlite', 'postgres' or 'mysql'.")

@@ -1,1 +1,26 @@
 """Models the tests' workflows write to (a `Ledger`, for example); no migrations needed."""
+
+from django.db import models
+
+
+class Execution(models.Model):
+    """One run of a recorded step (the race tests): which instance, in which thread, which run."""
+
+    instance_id = models.CharField(max_length=191)
+    step = models.CharField(max_length=100, default="")
+    thread = models.CharField(max_length=100)
+    run = models.IntegerField(default=0)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        app_label = "testapp"
+
+    def __str__(self) -> str:
+        return f"{self.instance_id} {self.step} in {self.thread} (run {self.run})"
+
+
+class Ledger(models.Model):
+    """An application row written in the same transaction as a start() (an order, say)."""
+
+    order_id = models.CharField(max_length=64, unique=True)
+    total = models.IntegerField()

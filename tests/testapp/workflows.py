@@ -99,3 +99,177 @@ def statuses(ctx: Any, input: Any) -> None:
     ctx.sleep("nap", "1h")
     ctx.set_status(input)
     ctx.sleep("second-nap", "1h")
+
+
+def _record_execution(instance_id: str, run: int, step_name: str) -> dict[str, Any]:
+    import threading
+
+    from .models import Execution
+
+    Execution.objects.create(
+        instance_id=instance_id,
+        step=step_name,
+        thread=threading.current_thread().name,
+        run=run,
+    )
+    return {"step": step_name}
+
+
+@workflow("recorded-steps")
+def recorded_steps(ctx: Any, input: dict[str, Any]) -> dict[str, Any]:
+    """Each step records (instance id, thread, run) in `Execution`: the race tests count them."""
+    instance_id, run = ctx.instance_id, ctx.run  # read outside the steps: ctx is off-limits there
+    results = [
+        ctx.step(f"step-{i}", lambda step, i=i: _record_execution(instance_id, run, f"step-{i}"))
+        for i in range(int(input.get("steps", 1)))
+    ]
+    return {"steps": len(results)}
+
+
+# -- added for the core behaviour tests ------------------------------------------------------
+
+
+@workflow("retry-raw")
+def retry_raw(ctx: Any, input: dict[str, Any]) -> Any:
+    """A step whose retry is taken as given: an int, False, or a dict of Retry fields."""
+    retry = input.get("retry")
+    if isinstance(retry, dict):
+        retry = Retry(**retry)
+    return ctx.step(
+        "call",
+        lambda step: world.charge({"id": "r", "total": 1}, step.idempotency_key),
+        retry=retry,
+    )
+
+
+@workflow("retry-if")
+def retry_if(ctx: Any, input: Any) -> Any:
+    """Retries only while retry_if says so: attempt 1 is retried, attempt 2 is not."""
+    return ctx.step(
+        "call",
+        lambda step: world.charge({"id": "r", "total": 1}, step.idempotency_key),
+        retry=Retry(attempts=5, delay="1s", retry_if=lambda error, attempt: attempt < 2),
+    )
+
+
+@workflow("non-retryable")
+def non_retryable(ctx: Any, input: Any) -> Any:
+    return ctx.step(
+        "charge-payment",
+        lambda step: world.charge({"id": "d", "total": 1, "user_id": "u_declined"}, step.idempotency_key),
+        retry=Retry(attempts=5, delay="1s"),
+    )
+
+
+@workflow("name-twice")
+def name_twice(ctx: Any, input: Any) -> None:
+    ctx.step(
+        "charge-payment",
+        lambda step: world.charge({"id": "t", "total": 1}, step.idempotency_key),
+        compensate=lambda charge, step: world.refund(charge["charge_id"], step.idempotency_key),
+    )
+    ctx.step("charge-payment", lambda step: world.charge({"id": "t", "total": 1}, "again"))
+
+
+@workflow("ctx-in-step")
+def ctx_in_step(ctx: Any, input: Any) -> None:
+    ctx.step(
+        "charge-payment",
+        lambda step: world.charge({"id": "c", "total": 1}, step.idempotency_key),
+        compensate=lambda charge, step: world.refund(charge["charge_id"], step.idempotency_key),
+    )
+    ctx.step("bad", lambda step: ctx.now())
+
+
+@workflow("swallow")
+def swallow(ctx: Any, input: Any) -> str:
+    try:
+        ctx.sleep("nap", "1h")
+    except Exception:  # noqa: BLE001 - the point of the test
+        return "swallowed"
+    return "slept"
+
+
+@workflow("status-not-json")
+def status_not_json(ctx: Any, input: Any) -> None:
+    ctx.set_status({"a set": {1, 2}})
+    ctx.sleep("nap", "1h")
+
+
+@workflow("timed", timeout="1h")
+def timed(ctx: Any, input: Any) -> str:
+    ctx.step(
+        "charge-payment",
+        lambda step: world.charge({"id": "tm", "total": 1}, step.idempotency_key),
+        compensate=lambda charge, step: world.refund(charge["charge_id"], step.idempotency_key),
+    )
+    ctx.sleep("long-nap", "2h")
+    ctx.step("after", lambda step: world.mail("u", step.idempotency_key))
+    return "done"
+
+
+@workflow("many-steps")
+def many_steps(ctx: Any, input: dict[str, Any]) -> int:
+    ctx.step(
+        "charge-payment",
+        lambda step: world.charge({"id": "m", "total": 1}, step.idempotency_key),
+        compensate=lambda charge, step: world.refund(charge["charge_id"], step.idempotency_key),
+    )
+    for i in range(input["n"]):
+        ctx.step(f"step-{i}", lambda step, i=i: i)
+    return input["n"]
+
+
+@workflow("wait-match")
+def wait_match(ctx: Any, input: Any) -> Any:
+    return ctx.wait_for_signal("await", "ping", match=lambda payload: payload.get("ok") is True)
+
+
+@workflow("wait-any-two")
+def wait_any_two(ctx: Any, input: Any) -> dict[str, Any]:
+    outcome = ctx.wait_for_any("await", a=ctx.signal_wait("a"), b=ctx.signal_wait("b"))
+    return {"key": outcome.key, "value": outcome.value}
+
+
+@workflow("wait-twice")
+def wait_twice(ctx: Any, input: Any) -> list[Any]:
+    first = ctx.wait_for_signal("first", "ping")
+    second = ctx.wait_for_signal("second", "ping")
+    return [first, second]
+
+
+@workflow("versioned", version=1)
+def versioned_v1(ctx: Any, input: Any) -> str:
+    return "v1"
+
+
+@workflow("versioned", version=2)
+def versioned_v2(ctx: Any, input: Any) -> str:
+    return "v2"
+
+
+@workflow("parallel-reservations-slow-first")
+def reserve_each_slow_first(ctx: Any, order: dict[str, Any]) -> list[str]:
+    """As parallel-reservations, but the first item's reservation finishes last."""
+    import time
+
+    ctx.step(
+        "charge-payment",
+        lambda step: world.charge(order, step.idempotency_key),
+        compensate=lambda charge, step: world.refund(charge["charge_id"], step.idempotency_key),
+    )
+
+    def reserve_item(index: int, item: dict[str, Any], step: Any) -> Any:
+        if index == 0:
+            time.sleep(0.3)
+        return world.reserve([item], step.idempotency_key)
+
+    def reserve(index: int, item: dict[str, Any]) -> Any:
+        return lambda: ctx.step(
+            f"reserve-item-{index}",
+            lambda step: reserve_item(index, item, step),
+            compensate=lambda reservation, step: world.release(reservation["reservation_id"]),
+        )
+
+    reservations = ctx.gather(*(reserve(i, item) for i, item in enumerate(order["items"])))
+    return [r["reservation_id"] for r in reservations]

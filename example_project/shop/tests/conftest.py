@@ -6,8 +6,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from django_workflows.testing import ManualClock, use_clock
 
+from django_workflows.testing import ManualClock, use_clock
 from shop import services
 from shop.models import Order, Stock
 

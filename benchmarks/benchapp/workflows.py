@@ -1,0 +1,15 @@
+"""The benchmark's workflow: K trivial steps, each returning a small dict."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django_workflows import workflow
+
+
+@workflow("bench")
+def bench(ctx: Any, input: dict[str, Any]) -> dict[str, Any]:
+    last: dict[str, Any] = {}
+    for i in range(int(input["steps"])):
+        last = ctx.step(f"step-{i}", lambda step, i=i: {"i": i, "ok": True})
+    return {"steps": input["steps"], "last": last}

@@ -1,0 +1,388 @@
+"""Throughput and wake-up latency of django-workflows on one database.
+
+    python benchmarks/run.py --db postgres --workflows 2000 --steps 3 --concurrency 10 [--processes 1]
+
+1. Drops and re-creates the benchmark database (`workflows_bench`, see benchmarks/settings.py)
+   and migrates it.
+2. Starts N instances of the `bench` workflow (K trivial steps, benchmarks/benchapp/workflows.py),
+   one `start()` (one transaction) after another: starts/s.
+3. Drains them with P real `python -m django runworkflows --concurrency C` processes
+   (or, with --in-process, `Worker(concurrency=C).run()` in a thread of this process) and stops
+   when every instance is completed: workflows/s and steps/s, over the wall time from launching
+   the workers (Python start-up included) and over the active window (first step started to
+   last instance completed, from the database's own timestamps).
+4. On PostgreSQL, the committed transactions of the benchmark database
+   (`pg_stat_database.xact_commit`) over the start phase and over the drain phase, per workflow
+   and per step. The script's own reads of the database during the drain are counted and taken
+   off.
+5. Wake-up latency: with the workers idle, starts one-step instances one at a time from this
+   process and measures from the committed `start()` to the first step's `started_at` in the
+   worker process (median, p95), at the worker's default poll interval unless --poll-interval.
+
+Figures are printed; nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from datetime import datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SETTINGS = "benchmarks.settings"
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--db", choices=["sqlite", "postgres", "mysql"], default="sqlite")
+    parser.add_argument("--workflows", type=int, default=2000, help="N instances")
+    parser.add_argument("--steps", type=int, default=3, help="K steps per workflow")
+    parser.add_argument("--concurrency", type=int, default=10, help="C threads per worker")
+    parser.add_argument("--processes", type=int, default=1, help="P runworkflows processes")
+    parser.add_argument(
+        "--in-process", action="store_true", help="Worker(...).run() here instead of processes"
+    )
+    parser.add_argument("--latency-samples", type=int, default=30)
+    parser.add_argument(
+        "--poll-interval", default=None, help="passed to runworkflows (default: its own, 1s)"
+    )
+    parser.add_argument("--timeout", type=float, default=600, help="give up after (seconds)")
+    return parser.parse_args(argv)
+
+
+# -- the database --------------------------------------------------------------------------------
+
+
+def recreate_database(vendor: str) -> None:
+    """Drop and create the benchmark database, before Django connects to it."""
+    from django.conf import settings
+
+    database = settings.DATABASES["default"]
+    name = database["NAME"]
+    if vendor == "sqlite":
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            Path(name + suffix).unlink(missing_ok=True)
+        return
+    if vendor == "postgres":
+        import psycopg
+
+        with psycopg.connect(**_pg_params("postgres"), autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
+            conn.execute(f'CREATE DATABASE "{name}"')
+        return
+    import MySQLdb
+
+    conn = MySQLdb.connect(
+        host=database["HOST"],
+        port=int(database["PORT"]),
+        user=database["USER"],
+        password=database["PASSWORD"],
+    )
+    try:
+        cursor = conn.cursor()
+        cursor.execute(f"DROP DATABASE IF EXISTS `{name}`")
+        cursor.execute(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")
+    finally:
+        conn.close()
+
+
+def _pg_params(dbname: str) -> dict[str, object]:
+    from django.conf import settings
+
+    database = settings.DATABASES["default"]
+    return {
+        "host": database["HOST"],
+        "port": int(database["PORT"]),
+        "user": database["USER"],
+        "password": database["PASSWORD"],
+        "dbname": dbname,
+    }
+
+
+def xact_commit(vendor: str) -> int | None:
+    """Committed transactions of the benchmark database so far (PostgreSQL only).
+
+    Read from the `postgres` database, so the reading itself is not counted. Backends flush
+    their counters when they exit and at most once a second while busy: callers close the
+    connections they measure and wait a little first.
+    """
+    if vendor != "postgres":
+        return None
+    import psycopg
+    from django.conf import settings
+
+    with psycopg.connect(**_pg_params("postgres"), autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT xact_commit FROM pg_stat_database WHERE datname = %s",
+            [settings.DATABASES["default"]["NAME"]],
+        ).fetchone()
+    return int(row[0])
+
+
+def settle_stats(vendor: str) -> None:
+    """Close this process's connections (their backends flush their statistics) and wait."""
+    from django.db import connections
+
+    connections.close_all()
+    if vendor == "postgres":
+        time.sleep(1.5)
+
+
+# -- workers -------------------------------------------------------------------------------------
+
+
+class Workers:
+    """P runworkflows processes, or one in-process Worker."""
+
+    def __init__(self, args: argparse.Namespace, env: dict[str, str]):
+        self.args = args
+        self.env = env
+        self.processes: list[subprocess.Popen[bytes]] = []
+        self.worker = None
+        self.thread: threading.Thread | None = None
+        self.logs: list[Path] = []
+
+    def start(self) -> None:
+        if self.args.in_process:
+            from django_workflows.worker import Worker
+
+            self.worker = Worker(concurrency=self.args.concurrency)
+            self.thread = threading.Thread(target=self.worker.run, name="bench-worker")
+            self.thread.start()
+            return
+        command = [
+            sys.executable,
+            "-m",
+            "django",
+            "runworkflows",
+            "--concurrency",
+            str(self.args.concurrency),
+        ]
+        if self.args.poll_interval:
+            command += ["--poll-interval", self.args.poll_interval]
+        for index in range(self.args.processes):
+            log = Path(tempfile.gettempdir()) / f"workflows_bench_worker_{index}.log"
+            self.logs.append(log)
+            with open(log, "wb") as out:
+                self.processes.append(
+                    subprocess.Popen(command, cwd=ROOT, env=self.env, stdout=out, stderr=out)
+                )
+
+    def check_alive(self) -> None:
+        for index, process in enumerate(self.processes):
+            if process.poll() is not None:
+                raise SystemExit(
+                    f"runworkflows process {index} exited with {process.returncode}; "
+                    f"see {self.logs[index]}:\n{self.logs[index].read_text()[-3000:]}"
+                )
+
+    def stop(self) -> None:
+        if self.worker is not None:
+            self.worker.stop()
+            assert self.thread is not None
+            self.thread.join(60)
+            return
+        for process in self.processes:
+            process.send_signal(signal.SIGTERM)
+        for process in self.processes:
+            try:
+                process.wait(60)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+# -- the phases ----------------------------------------------------------------------------------
+
+
+def start_phase(args: argparse.Namespace) -> float:
+    import django_workflows as wf
+
+    began = time.perf_counter()
+    for index in range(args.workflows):
+        wf.start("bench", {"steps": args.steps}, id=f"bench-{index:06d}")
+    return time.perf_counter() - began
+
+
+def wait_until_completed(
+    args: argparse.Namespace, workers: Workers, total: int
+) -> tuple[float, int]:
+    """Poll until `total` instances are completed; return the time and how many polls it took
+    (each poll is one transaction in the benchmark database)."""
+    from django_workflows.models import WorkflowInstance
+
+    polls = 0
+    deadline = time.monotonic() + args.timeout
+    began = time.perf_counter()
+    while True:
+        time.sleep(0.25)
+        workers.check_alive()
+        polls += 1
+        done = WorkflowInstance.objects.filter(status="completed").count()
+        if done >= total:
+            return time.perf_counter() - began, polls
+        if time.monotonic() > deadline:
+            raise SystemExit(f"Only {done} of {total} instances completed in {args.timeout}s.")
+
+
+def active_window() -> float:
+    """Seconds from the first step's start to the last completion, from the stored times."""
+    from django.db.models import Max
+
+    from django_workflows.models import JournalEntry, WorkflowInstance
+
+    first = min(
+        datetime.fromisoformat(document["started_at"])
+        for document in JournalEntry.objects.filter(name="step-0").values_list(
+            "document", flat=True
+        )
+    )
+    last = WorkflowInstance.objects.aggregate(last=Max("updated_at"))["last"]
+    return (last - first).total_seconds()
+
+
+def latency_phase(args: argparse.Namespace) -> list[float]:
+    """Committed start() here to first step started in a worker, in milliseconds."""
+    import django_workflows as wf
+    from django_workflows.models import JournalEntry
+
+    committed: dict[str, float] = {}
+    for index in range(args.latency_samples):
+        id = f"latency-{index:04d}"
+        wf.start("bench", {"steps": 1}, id=id)
+        committed[id] = time.time()  # start() has committed when it returns
+        # not in step with the workers' polls
+        time.sleep(random.uniform(0.3, 1.3))
+    deadline = time.monotonic() + 30
+    while True:
+        started = dict(
+            JournalEntry.objects.filter(instance_id__in=list(committed), name="step-0").values_list(
+                "instance_id", "document"
+            )
+        )
+        if len(started) == len(committed) or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    return sorted(
+        (datetime.fromisoformat(doc["started_at"]).timestamp() - committed[id]) * 1000
+        for id, doc in started.items()
+    )
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    env = {
+        **os.environ,
+        "DB": args.db,
+        "DJANGO_SETTINGS_MODULE": SETTINGS,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    }
+    os.environ.update(DB=args.db, DJANGO_SETTINGS_MODULE=SETTINGS)
+    sys.path.insert(0, str(ROOT))
+
+    import django
+    from django.conf import settings
+
+    settings.DATABASES  # noqa: B018 - load the settings before django.setup()
+    recreate_database(args.db)
+    django.setup()
+    from django.core.management import call_command
+    from django.db import connection
+
+    call_command("migrate", verbosity=0)
+    if args.db == "sqlite":
+        import sqlite3
+
+        version = sqlite3.sqlite_version
+    else:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT version()")
+            version = cursor.fetchone()[0].split(" on ")[0]
+    settle_stats(args.db)
+
+    print(f"database: {args.db} ({version}) {settings.DATABASES['default']['NAME']}")
+    print(
+        f"run: {args.workflows} workflows x {args.steps} steps, concurrency {args.concurrency}, "
+        f"{'in-process Worker' if args.in_process else f'{args.processes} runworkflows process(es)'}, "
+        f"{os.cpu_count()} CPUs, Python {sys.version.split()[0]}, Django {django.__version__}"
+    )
+
+    before_start = xact_commit(args.db)
+    start_seconds = start_phase(args)
+    settle_stats(args.db)
+    after_start = xact_commit(args.db)
+    print(
+        f"start(): {args.workflows} in {start_seconds:.2f}s = "
+        f"{args.workflows / start_seconds:.0f} starts/s"
+    )
+
+    workers = Workers(args, env)
+    launched = time.perf_counter()
+    workers.start()
+    try:
+        _, polls = wait_until_completed(args, workers, args.workflows)
+        wall = time.perf_counter() - launched
+        window = active_window()
+    finally:
+        workers.stop()  # exiting backends flush their statistics
+    settle_stats(args.db)
+    after_drain = xact_commit(args.db)
+    steps = args.workflows * args.steps
+    print(
+        f"drain (wall, worker start-up included): {wall:.2f}s = "
+        f"{args.workflows / wall:.0f} workflows/s, {steps / wall:.0f} steps/s"
+    )
+    print(
+        f"drain (active window, first step to last completion): {window:.2f}s = "
+        f"{args.workflows / window:.0f} workflows/s, {steps / window:.0f} steps/s"
+    )
+
+    # Latency, with fresh workers that have nothing to do: they wait for their next poll.
+    workers = Workers(args, env)
+    workers.start()
+    try:
+        time.sleep(3)  # Python and Django start-up
+        workers.check_alive()
+        latencies = latency_phase(args)
+    finally:
+        workers.stop()
+
+    if before_start is not None and after_start is not None and after_drain is not None:
+        started = after_start - before_start
+        # this script's own reads during the drain: the polls, the window's 2 and settle's none
+        drained = after_drain - after_start - polls - 2
+        total = started + drained
+        print(
+            f"transactions (pg_stat_database.xact_commit): start phase {started} "
+            f"({started / args.workflows:.2f}/workflow); drain phase {drained} "
+            f"({drained / args.workflows:.2f}/workflow, {drained / steps:.2f}/step); "
+            f"total {total / args.workflows:.2f}/workflow, {total / steps:.2f}/step"
+        )
+        print(
+            "  (the drain phase includes the workers' idle polls between the last completion "
+            "and their shutdown: about one claim per process per poll interval)"
+        )
+    if latencies:
+        print(
+            f"wake-up latency, committed start() here -> first step in a worker "
+            f"({len(latencies)} samples, poll interval {args.poll_interval or 'default'}): "
+            f"median {statistics.median(latencies):.0f} ms, p95 {percentile(latencies, 0.95):.0f} ms, "
+            f"min {latencies[0]:.0f} ms, max {latencies[-1]:.0f} ms"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,41 @@
+"""Django settings for the benchmark: the test settings' database, under its own name.
+
+DB=sqlite|postgres|mysql and DB_HOST/DB_PORT/DB_USER/DB_PASSWORD as for the tests; the database
+is BENCH_DB_NAME (default `workflows_bench`; on SQLite a file of that name in the temp dir),
+which benchmarks/run.py drops and re-creates at every run.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from tests.settings import database_from_environment
+
+SECRET_KEY = "django-workflows-benchmark-not-secret"
+DEBUG = False
+USE_TZ = True
+TIME_ZONE = "UTC"
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+INSTALLED_APPS = [
+    "django.contrib.contenttypes",
+    "django_workflows",
+    "benchmarks.benchapp",
+]
+
+BENCH_DB_NAME = os.environ.get("BENCH_DB_NAME", "workflows_bench")
+_database = database_from_environment()
+if _database["ENGINE"].endswith("sqlite3"):
+    _path = str(Path(tempfile.gettempdir()) / f"{BENCH_DB_NAME}.sqlite3")
+    _database.update(NAME=_path, TEST={"NAME": _path})
+else:
+    _database["NAME"] = BENCH_DB_NAME
+DATABASES = {"default": _database}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "loggers": {"django_workflows": {"handlers": ["console"], "level": "WARNING"}},
+}
