@@ -36,12 +36,13 @@ PRIORITY_MAX = 2_097_151
 
 
 def check_key(what: str, value: str | None, using: str, max_length: int = KEY_LENGTH) -> None:
-    """Refuse an id, name or key longer than its column (MySQL/MariaDB would cut or refuse it)."""
+    """Refuse an id, name or key longer than its column, before any SQL, on every database:
+    PostgreSQL and MySQL would refuse it mid-transaction, and SQLite would keep it."""
     if value is None:
         return
     if not isinstance(value, str):
         raise TypeError(f"{what} must be a string, not {type(value).__name__}.")
-    if len(value) > max_length and connections[using].vendor == "mysql":
+    if len(value) > max_length:
         raise ValueError(
             f"{what} is {len(value)} characters long; the most it can be is {max_length}."
         )
@@ -285,6 +286,10 @@ def _request(id: str, reason: str | None, terminate: bool, using: str | None) ->
         )
         if accepted:
             _wake_on_commit(using)
+            transaction.on_commit(
+                lambda: wakeups.cancel_requested(id, terminate=terminate, reason=reason),
+                using=using,
+            )
     instance = get_status(id, using=using)
     if instance is None:
         raise WorkflowNotFoundError(f"No workflow instance has the id {id!r}.")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import weakref
+from typing import Any
 
 _events: weakref.WeakSet[threading.Event] = weakref.WeakSet()
 _lock = threading.Lock()
@@ -25,3 +26,30 @@ def wake_local_workers() -> None:
         events = list(_events)
     for event in events:
         event.set()
+
+
+_running: dict[str, list[Any]] = {}
+
+
+def track(instance_id: str, execution: Any) -> None:
+    """Note an execution running in this process, so a local cancel reaches it at once."""
+    with _lock:
+        _running.setdefault(instance_id, []).append(execution)
+
+
+def untrack(instance_id: str, execution: Any) -> None:
+    with _lock:
+        executions = _running.get(instance_id, [])
+        if execution in executions:
+            executions.remove(execution)
+        if not executions:
+            _running.pop(instance_id, None)
+
+
+def cancel_requested(instance_id: str, *, terminate: bool, reason: str | None) -> None:
+    """A cancel or terminate of `instance_id` committed: tell its executions in this process.
+    Executions in other processes learn of it at their next lease renewal or write."""
+    with _lock:
+        executions = list(_running.get(instance_id, []))
+    for execution in executions:
+        execution.note_cancel(terminate=terminate, reason=reason)

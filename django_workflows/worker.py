@@ -50,12 +50,7 @@ class Worker:
         self.lease_duration = _duration(lease_duration, defaults.lease_duration, "lease_duration")
         if self.lease_duration <= timedelta():
             raise ValueError("lease_duration must be longer than zero.")
-        explicit = get_settings_raw_worker().get("HEARTBEAT_INTERVAL") is not None
-        self.heartbeat_interval = (
-            defaults.heartbeat_interval
-            if lease_duration is None or explicit
-            else self.lease_duration / 3
-        )
+        self.heartbeat_interval = defaults.heartbeat_interval or self.lease_duration / 3
         self.shutdown_timeout = _duration(
             shutdown_timeout, defaults.shutdown_timeout, "shutdown_timeout"
         )

@@ -6,7 +6,7 @@ import copy
 import logging
 from typing import Any
 
-from .. import errors
+from .. import errors, wakeups
 from ..jsonvalues import to_json
 from ..models import Status
 from ..retries import default_retry
@@ -40,6 +40,7 @@ class Execution(Runtime):
             self._emit("workflow-started")
         else:
             self._emit("workflow-resumed", run=self.instance.runs)
+        wakeups.track(self.instance.id, self)
         try:
             if self.instance.status == Status.COMPENSATING:
                 return self._resume_undo()
@@ -52,6 +53,8 @@ class Execution(Runtime):
             return "lease-lost"
         except HandBack:
             return self._hand_back()
+        finally:
+            wakeups.untrack(self.instance.id, self)
 
     # -- forward -------------------------------------------------------------------------------
 

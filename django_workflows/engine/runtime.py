@@ -163,7 +163,7 @@ class Runtime:
     def enter(self, name: str, kind: str) -> tuple[tuple[int, ...], dict[str, Any] | None]:
         """Reach the operation `name`: its position, and its journal entry if it has one."""
         self._guard_step(f'ctx ({kind} "{name}")')
-        if len(name) > JOURNAL_NAME_LENGTH and connections[self.using].vendor == "mysql":
+        if len(name) > JOURNAL_NAME_LENGTH:
             raise ValueError(
                 f'The {kind} name "{name[:40]}..." is {len(name)} characters long; the most it '
                 f"can be is {JOURNAL_NAME_LENGTH}."
@@ -331,6 +331,18 @@ class Runtime:
             self.pending[entry_name] = doc
         self.write()
 
+    def note_cancel(self, *, terminate: bool, reason: str | None) -> None:
+        """A cancel or terminate was accepted: stop at the next ctx call, and tell running steps."""
+        with self._lock:
+            flags = self.flags
+            first = terminate or not flags.cancel_requested
+            self.flags = store.LeaseFlags(
+                True, flags.terminate_requested or terminate, reason if first else flags.reason
+            )
+            steps = list(self.running_steps)
+        for step in steps:
+            step.cancelled.set()
+
     # -- database access, always from the execution's own thread ----------------------------------
 
     def _on_owner(self, fn: Callable[[], Any]) -> Any:
@@ -367,11 +379,20 @@ class Runtime:
         self._requests.put((None, None))
 
     def write(
-        self, *, changes: dict[str, Any] | None = None, release: store.Release | None = None
+        self,
+        *,
+        changes: dict[str, Any] | None = None,
+        release: store.Release | None = None,
+        guarded: dict[str, dict[str, Any]] | None = None,
     ) -> store.LeaseFlags:
-        return self._on_owner(lambda: self._write(changes or {}, release))
+        return self._on_owner(lambda: self._write(changes or {}, release, guarded or {}))
 
-    def _write(self, changes: dict[str, Any], release: store.Release | None) -> store.LeaseFlags:
+    def _write(
+        self,
+        changes: dict[str, Any],
+        release: store.Release | None,
+        guarded: dict[str, dict[str, Any]],
+    ) -> store.LeaseFlags:
         with self._lock:
             entries, self.pending = self.pending, {}
             status_changed = (
@@ -390,6 +411,7 @@ class Runtime:
             store.InstanceWrite(
                 now=now,
                 entries=entries,
+                guarded_entries=guarded,
                 changes=changes,
                 lease_until=now + self.lease_duration,
                 release=release,
@@ -473,16 +495,26 @@ class Runtime:
                 )
                 raise journal.step_failed(name, attempt - 1, lost)
             started = self.now()
-            running = self.record(
-                name,
-                position,
-                kind="step",
-                status=journal.RUNNING,
-                attempt=attempt,
-                started_at=journal.timestamp(started),
-                progress=progress,
-            )
-            self.write()  # the attempt's start, with everything buffered before it
+            running = {
+                "kind": "step",
+                "status": journal.RUNNING,
+                "attempt": attempt,
+                "started_at": journal.timestamp(started),
+                "progress": progress,
+                "pos": list(position),
+            }
+            if entry is None:
+                self._check_journal_limits("step")
+            # The attempt's start, with everything buffered before it. The write reads the
+            # instance's flags under its row lock and writes the start only if no cancel came
+            # since the last write: such a cancel stops the step before it runs.
+            flags = self.write(guarded={name: running})
+            if flags.cancel_requested or flags.terminate_requested:
+                self.check_interrupts(name, entry)
+            with self._lock:
+                previous = self.journal.get(name)
+                self._journal_bytes += size(running) - (size(previous) if previous else 0)
+                self.journal[name] = running
             step = StepContext(self, name, name, attempt, progress)  # type: ignore[arg-type]
             try:
                 call: Callable[[], Any] = lambda step=step: fn(step)  # type: ignore[misc]  # noqa: E731

@@ -45,6 +45,8 @@ class InstanceWrite:
 
     now: datetime
     entries: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Written only while no cancel or terminate is requested: a step's start.
+    guarded_entries: dict[str, dict[str, Any]] = field(default_factory=dict)
     changes: dict[str, Any] = field(default_factory=dict)
     lease_until: datetime | None = None
     release: Release | None = None
@@ -239,11 +241,14 @@ def write(using: str, id: str, token: str, write: InstanceWrite) -> LeaseFlags |
         if row is None:
             return None
         cancel_requested, terminate_requested, reason = row
-        if write.entries:
+        entries = dict(write.entries)
+        if not (cancel_requested or terminate_requested):
+            entries.update(write.guarded_entries)
+        if entries:
             JournalEntry.objects.using(using).bulk_create(
                 [
                     JournalEntry(instance_id=id, name=name, document=document)
-                    for name, document in write.entries.items()
+                    for name, document in entries.items()
                 ],
                 **vendor.upsert_kwargs(using, ["instance", "name"], ["document"]),
             )
