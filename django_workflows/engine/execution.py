@@ -111,7 +111,7 @@ class Execution(Runtime):
             release=store.Release(wake_at, waits, self.last_signal_id),
         )
         self._emit(
-            "workflow-suspended", wakeAt=wake_at, waits=[{"signal": s, "key": k} for s, k in waits]
+            "workflow-suspended", wake_at=wake_at, waits=[{"signal": s, "key": k} for s, k in waits]
         )
         return Status.SUSPENDED
 
@@ -207,7 +207,7 @@ class Execution(Runtime):
                         changes={"status": Status.COMPENSATING},
                         release=store.Release(retry_at, [], self.last_signal_id),
                     )
-                    self._emit("workflow-suspended", wakeAt=retry_at, waits=[])
+                    self._emit("workflow-suspended", wake_at=retry_at, waits=[])
                     return Status.COMPENSATING
             attempt = (entry.get("attempt") or 0) + 1 if entry is not None else 1
             running = self.record(
@@ -246,7 +246,7 @@ class Execution(Runtime):
                         step=name,
                         attempt=attempt,
                         error=journal.serialize_error(failure),
-                        retryAt=None,
+                        retry_at=None,
                     )
                     compensation_error = {
                         **journal.serialize_error(failure),
@@ -272,7 +272,7 @@ class Execution(Runtime):
                     step=name,
                     attempt=attempt,
                     error=journal.serialize_error(failure),
-                    retryAt=retry_at,
+                    retry_at=retry_at,
                 )
                 continue
             self.record(

@@ -543,7 +543,7 @@ class Runtime:
                         step=name,
                         attempt=attempt,
                         error=journal.serialize_error(error),
-                        retryAt=None,
+                        retry_at=None,
                     )
                     raise journal.step_failed(name, attempt, error)
                 retry_at = now + policy.wait_before(attempt, error)
@@ -561,7 +561,7 @@ class Runtime:
                     step=name,
                     attempt=attempt,
                     error=journal.serialize_error(error),
-                    retryAt=retry_at,
+                    retry_at=retry_at,
                 )
                 continue
             finished = self.now()
@@ -580,7 +580,7 @@ class Runtime:
                 "step-completed",
                 step=name,
                 attempt=attempt,
-                durationMs=round((finished - started).total_seconds() * 1000),
+                duration_ms=round((finished - started).total_seconds() * 1000),
             )
             self._register(position, name, compensate, compensate_retry, result)
             return copy.deepcopy(result)
@@ -719,7 +719,7 @@ class Runtime:
                     "finished_at": journal.timestamp(now),
                 },
             )
-            self._emit("signal-received", wait=name, signal=signal.name, signalId=signal.id)
+            self._emit("signal-received", wait=name, signal=signal.name, signal_id=signal.id)
             return WaitOutcome(key, copy.deepcopy(signal.payload))
         if first_deadline is not None and now >= first_deadline:
             key = next(k for k, d in deadlines.items() if d == first_deadline)

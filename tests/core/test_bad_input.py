@@ -73,59 +73,21 @@ def test_the_priorities_at_the_ends_of_the_range_are_accepted(workflow_clock, pr
     assert wf.start("values", None, id=f"p{priority}", priority=priority).created
 
 
-PG_LENGTH_BUG = pytest.mark.xfail(
-    connection.vendor == "postgresql",
-    strict=True,
-    reason="engine bug: client.check_key() only checks lengths on MySQL; PostgreSQL's "
-    "varchar(255) then raises DataError from the INSERT, aborting the caller's transaction",
-)
-
-
-def _refused_before_any_sql_or_kept_whole(call, value, what):
-    """On PostgreSQL and SQLite: the value is either refused with a ValueError naming it before
-    any SQL (the caller's transaction still usable), or stored whole; never a database error."""
-    with transaction.atomic():
-        try:
-            result = call()
-        except ValueError as error:
-            assert what in str(error)
-            result = None
-        assert WorkflowInstance.objects.count() >= 0  # the transaction is still usable
-    return result
-
-
-@PG_LENGTH_BUG
 def test_an_id_longer_than_its_column(workflow_clock):
-    long_id = "o" * 256
-    if connection.vendor == "mysql":
-        with pytest.raises(ValueError, match="id"):
-            wf.start("values", None, id=long_id)
-        assert nothing_written()
-    else:
-        started = _refused_before_any_sql_or_kept_whole(
-            lambda: wf.start("values", None, id=long_id), long_id, "id"
-        )
-        if started is None:
-            assert nothing_written()
-        else:
-            assert wf.get_status(long_id).id == long_id
+    """Refused before any SQL on every database, with the caller's transaction still usable."""
+    with transaction.atomic():
+        with pytest.raises(ValueError, match="instance id"):
+            wf.start("values", None, id="o" * 256)
+        assert WorkflowInstance.objects.count() == 0  # the transaction is still usable
+    assert nothing_written()
 
 
-@PG_LENGTH_BUG
 def test_a_signal_key_longer_than_its_column(workflow_clock):
-    long_key = "k" * 256
-    if connection.vendor == "mysql":
-        with pytest.raises(ValueError, match="key"):
-            wf.signal("ping", None, key=long_key)
-        assert nothing_written()
-    else:
-        sent = _refused_before_any_sql_or_kept_whole(
-            lambda: wf.signal("ping", None, key=long_key), long_key, "key"
-        )
-        if sent is None:
-            assert nothing_written()
-        else:
-            assert sent.key == long_key
+    with transaction.atomic():
+        with pytest.raises(ValueError, match="signal key"):
+            wf.signal("ping", None, key="k" * 256)
+        assert WorkflowInstance.objects.count() == 0
+    assert nothing_written()
 
 
 def test_a_nul_character_in_an_input_string(workflow_clock):

@@ -182,7 +182,9 @@ def test_a_running_instance_finishes_its_step_and_stops_at_its_next_ctx_call(wor
             charge_then_cancel,
             compensate=lambda charge, step: world.refund(charge["charge_id"], step.idempotency_key),
         )
-        ctx.step("reserve-stock", lambda step: world.reserve(order()["items"], step.idempotency_key))
+        ctx.step(
+            "reserve-stock", lambda step: world.reserve(order()["items"], step.idempotency_key)
+        )
 
     try:
         wf.start("cancelled-mid-step", None, id="running")
@@ -192,9 +194,9 @@ def test_a_running_instance_finishes_its_step_and_stops_at_its_next_ctx_call(wor
     status = wf.get_status("running", journal=True)
     assert status.status == "cancelled"
     assert status.error == {"name": "WorkflowCancelledError", "message": "cancelled mid-step"}
-    assert [(e.name, e.status) for e in status.journal] == [
-        ("charge-payment", "completed"),
-        ("$compensate:charge-payment", "completed"),
-    ]
-    assert world.reservations == {}
+    entries = {e.name: e.status for e in status.journal}
+    assert entries["charge-payment"] == "completed"  # the running step finished
+    assert entries["$compensate:charge-payment"] == "completed"
+    assert entries.get("reserve-stock") in (None, "cancelled")  # the next ctx call stopped it
+    assert not [call for call in world.calls if call[0] == "reserve"]
     assert list(world.refunds.values()) == ["ch_1"]

@@ -135,7 +135,9 @@ def test_a_deploy_that_renames_a_step_fails_with_a_non_determinism_error(world, 
         ctx.step(
             "charge-card",
             lambda step: the_world.charge(order, step.idempotency_key),
-            compensate=lambda charge, step: the_world.refund(charge["charge_id"], step.idempotency_key),
+            compensate=lambda charge, step: the_world.refund(
+                charge["charge_id"], step.idempotency_key
+            ),
         )
         ctx.step(
             "reserve-stock",
@@ -163,3 +165,14 @@ def test_a_deploy_that_renames_a_step_fails_with_a_non_determinism_error(world, 
     assert [("charge", f"{id}:charge-payment")] == [c for c in world.calls if c[0] == "charge"]
     assert world.refunds == {} and world.released == []
     assert [e.name for e in status.journal] == ["charge-payment", "reserve-stock", "await-delivery"]
+
+
+def test_a_custom_status_of_exactly_16_kib_is_accepted(workflow_clock):
+    value = "x" * (16 * 1024 - 2)  # 16,384 bytes as JSON, with its quotes
+    wf.start("statuses", value, id="exact")
+    wf.drain()
+    workflow_clock.advance("1h")
+    wf.drain()
+    status = wf.get_status("exact")
+    assert status.status == "suspended", status.error
+    assert status.custom_status == value

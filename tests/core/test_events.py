@@ -32,14 +32,14 @@ def test_a_delivered_order_emits_its_events_in_order(world, workflow_clock, even
         "awaiting-delivery",
     ]
     suspended = events[-1]
-    assert suspended.data["wakeAt"] == workflow_clock.now() + timedelta(days=3)
+    assert suspended.data["wake_at"] == workflow_clock.now() + timedelta(days=3)
     assert {w["signal"] for w in suspended.data["waits"]} == {
         "shipment.delivered",
         "shipment.returned",
     }
     step = events[1]
     assert (step.data["step"], step.data["attempt"]) == ("charge-payment", 1)
-    assert "durationMs" in step.data
+    assert "duration_ms" in step.data
     assert (step.id, step.workflow, step.version, step.at) == (
         "o",
         "order-fulfilment",
@@ -61,7 +61,7 @@ def test_a_delivered_order_emits_its_events_in_order(world, workflow_clock, even
     assert received == {
         "wait": "await-delivery",
         "signal": "shipment.delivered",
-        "signalId": sent.signal_id,
+        "signal_id": sent.signal_id,
     }
 
     events.clear()
@@ -79,12 +79,12 @@ def test_a_failed_attempt_emits_step_failed_with_retry_at(world, workflow_clock,
     assert len(failed) == 1
     assert failed[0].data["step"] == "call"
     assert failed[0].data["attempt"] == 1
-    assert failed[0].data["retryAt"] == workflow_clock.now() + timedelta(seconds=1)
+    assert failed[0].data["retry_at"] == workflow_clock.now() + timedelta(seconds=1)
     assert failed[0].data["error"]["name"] == "ConnectionError"
     workflow_clock.advance("1s")
     wf.drain()
     failed = [e for e in events if e.type == "step-failed"]
-    assert failed[-1].data["retryAt"] is None  # it gave up
+    assert failed[-1].data["retry_at"] is None  # it gave up
     assert types(events)[-1] == "workflow-failed"
 
 

@@ -43,7 +43,9 @@ def test_placing_an_order_charges_reserves_and_waits_for_the_carrier(world, work
     assert world.stock["kibble"] == 24
 
 
-def test_no_delivery_within_three_days_fails_the_order_and_compensates_in_reverse(world, workflow_clock):
+def test_no_delivery_within_three_days_fails_the_order_and_compensates_in_reverse(
+    world, workflow_clock
+):
     place()
     wf.drain()
     workflow_clock.advance("3d")
@@ -108,7 +110,9 @@ def test_delivery_then_the_review_request_after_seven_days(world, workflow_clock
     assert world.calls.count(("charge", f"{ID}:charge-payment")) == 1  # replays never charge again
 
 
-def test_the_webhook_marks_the_order_delivered_and_signals_in_one_transaction(world, workflow_clock):
+def test_the_webhook_marks_the_order_delivered_and_signals_in_one_transaction(
+    world, workflow_clock
+):
     place()
     wf.drain()
     with pytest.raises(LookupError), transaction.atomic():
@@ -210,3 +214,15 @@ def test_a_refund_that_gives_up_ends_the_order_as_compensation_failed(world, wor
     statuses = {e.name: e.status for e in status.journal}
     assert statuses["$compensate:reserve-stock"] == "completed"
     assert statuses["$compensate:charge-payment"] == "failed"
+
+
+def test_a_delivery_recorded_after_the_three_days_loses_to_the_timeout(world, workflow_clock):
+    place()
+    wf.drain()
+    workflow_clock.advance(timedelta(days=3, seconds=1))  # no worker ran at the deadline
+    wf.signal("shipment.delivered", {"trackingNumber": "TRK1"}, key="71e1973d")
+    wf.drain()
+    status = wf.get_status(ID)
+    assert status.status == "failed"
+    assert status.error["message"] == "Order 71e1973d was not delivered within 3 days."
+    assert list(world.refunds.values()) == ["ch_1"]

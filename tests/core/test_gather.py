@@ -25,7 +25,10 @@ def test_every_item_is_reserved_under_its_own_idempotency_key(world, workflow_cl
     assert status.output == keys  # in argument order
     assert sorted(world.reservations) == keys
     assert world.stock == {"kibble": 24, "litter": 8, "mouse-toy": 2}
-    assert {e.name for e in status.journal} == {"charge-payment", *[f"reserve-item-{i}" for i in range(3)]}
+    assert {e.name for e in status.journal} == {
+        "charge-payment",
+        *[f"reserve-item-{i}" for i in range(3)],
+    }
 
 
 @pytest.mark.parametrize("workflow", ["parallel-reservations", "parallel-reservations-slow-first"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import django_workflows as wf
-from tests.core.helpers import journal, order
+from tests.core.helpers import order
 
 pytestmark = pytest.mark.django_db
 

@@ -139,7 +139,9 @@ def test_wait_for_any_resolves_with_the_signal_recorded_first(workflow_clock):
     assert wf.get_status("any").output == {"key": "b", "value": {"from": "b"}}
 
 
-def test_wait_for_any_picks_the_first_recorded_signal_whichever_condition_it_matched(workflow_clock):
+def test_wait_for_any_picks_the_first_recorded_signal_whichever_condition_it_matched(
+    workflow_clock,
+):
     wf.start("wait-any-two", None, id="any-early")
     wf.signal("b", {"from": "b"})
     wf.signal("a", {"from": "a"})
@@ -164,4 +166,7 @@ def test_a_signal_object_and_its_name_are_the_same(workflow_clock):
     from tests.testapp.workflows import shipment_delivered
 
     first = wf.signal(shipment_delivered, {"trackingNumber": "T"}, id="T")
-    assert wf.signal("shipment.delivered", {"trackingNumber": "T"}, id="T").signal_id == first.signal_id
+    assert (
+        wf.signal("shipment.delivered", {"trackingNumber": "T"}, id="T").signal_id
+        == first.signal_id
+    )

@@ -37,7 +37,9 @@ def test_start_without_an_id_gives_a_random_one(workflow_clock):
     assert first.id != second.id and first.created and second.created
 
 
-def test_starting_the_same_id_with_the_same_input_returns_the_existing_instance(world, workflow_clock):
+def test_starting_the_same_id_with_the_same_input_returns_the_existing_instance(
+    world, workflow_clock
+):
     wf.start("order-fulfilment", order(), id="order-1")
     wf.drain()
     again = wf.start("order-fulfilment", order(), id="order-1")

@@ -12,7 +12,9 @@ from tests.core.helpers import journal
 pytestmark = pytest.mark.django_db
 
 
-def test_a_parked_instance_wakes_at_its_deadline_even_if_its_sleep_ends_later(world, workflow_clock):
+def test_a_parked_instance_wakes_at_its_deadline_even_if_its_sleep_ends_later(
+    world, workflow_clock
+):
     started = workflow_clock.now()
     wf.start("timed", None, id="timed")
     assert wf.drain() == 1
@@ -22,7 +24,9 @@ def test_a_parked_instance_wakes_at_its_deadline_even_if_its_sleep_ends_later(wo
     assert status.wake_at == started + timedelta(hours=1)  # not the sleep's 2h
 
 
-def test_the_run_timeout_of_the_decorator_fails_the_instance_after_compensating(world, workflow_clock):
+def test_the_run_timeout_of_the_decorator_fails_the_instance_after_compensating(
+    world, workflow_clock
+):
     wf.start("timed", None, id="timed")
     wf.drain()
     workflow_clock.advance("1h")

@@ -24,3 +24,6 @@ class Ledger(models.Model):
 
     order_id = models.CharField(max_length=64, unique=True)
     total = models.IntegerField()
+
+    def __str__(self) -> str:
+        return f"order {self.order_id}"

@@ -156,7 +156,9 @@ def retry_if(ctx: Any, input: Any) -> Any:
 def non_retryable(ctx: Any, input: Any) -> Any:
     return ctx.step(
         "charge-payment",
-        lambda step: world.charge({"id": "d", "total": 1, "user_id": "u_declined"}, step.idempotency_key),
+        lambda step: world.charge(
+            {"id": "d", "total": 1, "user_id": "u_declined"}, step.idempotency_key
+        ),
         retry=Retry(attempts=5, delay="1s"),
     )
 

@@ -13,8 +13,12 @@ from tests.testapp.workflows import fulfilment_id
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-ORDER = {"id": "c0ffee00", "user_id": "u_42", "items": [{"product": "kibble", "quantity": 1}],
-         "total": 2499}
+ORDER = {
+    "id": "c0ffee00",
+    "user_id": "u_42",
+    "items": [{"product": "kibble", "quantity": 1}],
+    "total": 2499,
+}
 
 
 def in_thread(fn):
@@ -29,7 +33,9 @@ def in_thread(fn):
     return thread
 
 
-def test_a_second_worker_takes_over_once_the_dead_ones_lease_expired(world, workflow_clock, monkeypatch):
+def test_a_second_worker_takes_over_once_the_dead_ones_lease_expired(
+    world, workflow_clock, monkeypatch
+):
     wf.start("order-fulfilment", ORDER, id=fulfilment_id(ORDER["id"]))
     # The process dies while reserving stock, after the payment provider charged the card.
     hung, late = threading.Event(), threading.Event()

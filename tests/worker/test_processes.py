@@ -31,7 +31,11 @@ def spawn(*args: str) -> subprocess.Popen:
     }
     return subprocess.Popen(
         [sys.executable, "-m", "django", "runworkflows", *args],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
 
 
@@ -46,9 +50,13 @@ def wait_for(condition, timeout: float = 30.0, what: str = "the condition") -> N
 
 def test_sigterm_hands_a_stopped_instance_back_at_once():
     wf.start("process-order", {"seconds": 60}, id="long-1")
-    worker = spawn("--shutdown-timeout", "5s", "--poll-interval", "200ms", "--lease-duration", "60s")
+    worker = spawn(
+        "--shutdown-timeout", "5s", "--poll-interval", "200ms", "--lease-duration", "60s"
+    )
     try:
-        wait_for(lambda: StepRun.objects.filter(instance_id="long-1").exists(), what="the first step")
+        wait_for(
+            lambda: StepRun.objects.filter(instance_id="long-1").exists(), what="the first step"
+        )
         worker.send_signal(signal.SIGTERM)
         output, _ = worker.communicate(timeout=20)
     finally:
@@ -60,7 +68,12 @@ def test_sigterm_hands_a_stopped_instance_back_at_once():
     # Claimable again now, not once the 60-second lease would have expired.
     now = datetime.now(UTC)
     claim = store.claim(
-        connection.alias, owner="test", token="t", now=now, lease_until=now, limit=5,
+        connection.alias,
+        owner="test",
+        token="t",
+        now=now,
+        lease_until=now,
+        limit=5,
         workflows=[("process-order", 1)],
     )
     assert [i.id for i in claim.instances] == ["long-1"]
@@ -68,7 +81,9 @@ def test_sigterm_hands_a_stopped_instance_back_at_once():
 
 def test_three_processes_share_thirty_orders_and_survive_a_sigkill():
     if connection.vendor == "sqlite":
-        pytest.skip("SQLite: one worker process is the supported set-up (SQLite serializes writers)")
+        pytest.skip(
+            "SQLite: one worker process is the supported set-up (SQLite serializes writers)"
+        )
     for n in range(30):
         wf.start("process-order", {"seconds": 0.05}, id=f"order-{n:02d}")
     options = ("--concurrency", "4", "--lease-duration", "2s", "--poll-interval", "200ms")
@@ -81,7 +96,8 @@ def test_three_processes_share_thirty_orders_and_survive_a_sigkill():
         killed_at = time.time()
         wait_for(
             lambda: WorkflowInstance.objects.filter(status="completed").count() == 30,
-            timeout=90, what="all 30 orders to complete",
+            timeout=90,
+            what="all 30 orders to complete",
         )
     finally:
         for worker in workers:
