@@ -10,6 +10,9 @@ class Charge(models.Model):
     order_id = models.CharField(max_length=64)
     requests = models.IntegerField(default=1)
 
+    def __str__(self) -> str:
+        return self.key
+
 
 class StepRun(models.Model):
     """One attempt of a step in one process: when it started and when it ended."""
@@ -19,3 +22,6 @@ class StepRun(models.Model):
     pid = models.IntegerField()
     started = models.FloatField()
     finished = models.FloatField(null=True)
+
+    def __str__(self) -> str:
+        return f"{self.instance_id} {self.step} in {self.pid}"
