@@ -6,6 +6,7 @@ back with it; the local worker is woken with `transaction.on_commit`.
 
 from __future__ import annotations
 
+import time
 import uuid
 from datetime import datetime
 from typing import Any
@@ -16,7 +17,12 @@ from . import clock, wakeups
 from .conf import database_alias
 from .definitions import Workflow, WorkflowSignal
 from .durations import Duration, parse_duration
-from .errors import WorkflowIdConflictError, WorkflowNotFoundError
+from .errors import (
+    WorkflowFailedError,
+    WorkflowIdConflictError,
+    WorkflowNotFoundError,
+    WorkflowResultTimeoutError,
+)
 from .jsonvalues import to_json
 from .models import KEY_LENGTH, Status, WorkflowInstance
 from .registry import registry
@@ -311,3 +317,66 @@ def terminate(id: str, reason: str | None = None, *, using: str | None = None) -
     Raises WorkflowNotFoundError for an unknown id.
     """
     return _request(id, reason, True, using)
+
+
+_FAILED_ENDS = (Status.FAILED, Status.CANCELLED, Status.COMPENSATION_FAILED)
+
+
+def result(id: str, *, timeout: Duration | None = None, using: str | None = None) -> Any:
+    """Wait for the instance to end, whichever process runs it, and return its output.
+
+    Raises WorkflowNotFoundError for an unknown id, WorkflowFailedError (with `status` and the
+    instance's error as `cause`) for one that failed or was cancelled, and
+    WorkflowResultTimeoutError past `timeout` (wall-clock; the instance keeps running).
+    """
+    using = database_alias(using)
+    limit = None if timeout is None else parse_duration(timeout, "timeout").total_seconds()
+    started = time.monotonic()
+    pause = 0.02
+    while True:
+        row = store.get_instance(using, id)
+        if row is None:
+            raise WorkflowNotFoundError(f"No workflow instance has the id {id!r}.")
+        if row.status == Status.COMPLETED:
+            return row.output
+        if row.status in _FAILED_ENDS:
+            error = row.error or {}
+            raise WorkflowFailedError(
+                f"Instance {id!r} ended {row.status}: {error.get('message', '')}",
+                instance_id=id,
+                status=row.status,
+                cause=error,
+            )
+        waited = time.monotonic() - started
+        if limit is not None and waited >= limit:
+            raise WorkflowResultTimeoutError(
+                f"Instance {id!r} did not end within {limit:g}s; it keeps running.",
+                instance_id=id,
+                timeout=limit,
+            )
+        sleep = pause if limit is None else min(pause, limit - waited)
+        wakeups.wait_for_end(id, sleep)
+        pause = min(pause * 2, 1.0)
+
+
+def start_and_wait(
+    workflow: Workflow | str,
+    input: Any = None,
+    *,
+    wait_timeout: Duration | None = None,
+    using: str | None = None,
+    **start_options: Any,
+) -> Any:
+    """start(), then result(): the output of the instance with this id, new or existing.
+
+    Refused with TypeError inside transaction.atomic(): the instance exists only once the
+    transaction commits. Call start() in the transaction, and result() after the commit.
+    """
+    using = database_alias(using)
+    if connections[using].in_atomic_block:
+        raise TypeError(
+            "start_and_wait() cannot run inside transaction.atomic(): the instance only exists "
+            "once the transaction commits. Call start() in the transaction and result() after."
+        )
+    started = start(workflow, input, using=using, **start_options)
+    return result(started.id, timeout=wait_timeout, using=using)

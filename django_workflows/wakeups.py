@@ -53,3 +53,26 @@ def cancel_requested(instance_id: str, *, terminate: bool, reason: str | None) -
         executions = list(_running.get(instance_id, []))
     for execution in executions:
         execution.note_cancel(terminate=terminate, reason=reason)
+
+
+_ended: dict[str, threading.Event] = {}
+
+
+def wait_for_end(instance_id: str, timeout: float) -> None:
+    """Sleep up to `timeout` seconds, less if an execution in this process ends the instance."""
+    with _lock:
+        event = _ended.setdefault(instance_id, threading.Event())
+    try:
+        event.wait(timeout)
+    finally:
+        with _lock:
+            if _ended.get(instance_id) is event and event.is_set():
+                _ended.pop(instance_id, None)
+
+
+def instance_ended(instance_id: str) -> None:
+    """An execution in this process wrote the instance's end: wake result() waiting for it."""
+    with _lock:
+        event = _ended.get(instance_id)
+    if event is not None:
+        event.set()

@@ -294,6 +294,7 @@ class Execution(Runtime):
     ) -> str:
         changes: dict[str, Any] = {"status": status, "output": output, "error": error}
         self.write(changes=changes, release=store.Release(None, [], self.last_signal_id))
+        wakeups.instance_ended(self.instance.id)
         data: dict[str, Any] = (
             {"output": output} if status == Status.COMPLETED else {"error": error}
         )

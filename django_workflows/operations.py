@@ -1,0 +1,193 @@
+"""What an operator does to instances: retry a failed one, delete one, purge the old ones."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+
+from . import clock
+from .conf import database_alias
+from .durations import Duration, parse_duration
+from .engine import journal
+from .errors import WorkflowNotFoundError, WorkflowStateError
+from .events import emit
+from .models import FINISHED, UNFINISHED, Status
+from .results import InstanceStatus, PurgeResult
+from .store import instances as store
+from .store import maintenance
+
+UNSET: Any = object()
+"""retry()'s `timeout` when not given: the instance keeps its deadline."""
+
+_RETRYABLE = (Status.FAILED, Status.COMPENSATION_FAILED)
+
+
+def retry(id: str, *, timeout: Duration | None = UNSET, using: str | None = None) -> InstanceStatus:
+    """Run a `failed` instance again from its journal, or a `compensation_failed` one's
+    compensations that did not complete. `timeout` sets a new run timeout from now (None: none).
+
+    Raises WorkflowNotFoundError for an unknown id, and WorkflowStateError for another status,
+    an instance whose compensations ran, or when another change races this one.
+    """
+    from .client import get_status
+
+    using = database_alias(using)
+    row = store.get_instance(using, id)
+    if row is None:
+        raise WorkflowNotFoundError(f"No workflow instance has the id {id!r}.")
+    if row.status not in _RETRYABLE:
+        raise WorkflowStateError(
+            f"Instance {id!r} is {row.status}: only failed and compensation_failed instances "
+            f"can be retried."
+        )
+    now = clock.now()
+    entries: dict[str, dict[str, Any]] = {}
+    drop: list[str] = []
+    loaded = store.load_journal(using, id)
+    for name, doc in loaded:
+        kind, status = doc.get("kind"), doc.get("status")
+        if row.status == Status.FAILED:
+            if kind == "compensation":
+                raise WorkflowStateError(
+                    f"Instance {id!r} ran its compensations: resuming it would build on undone "
+                    f"work. Start a new instance instead."
+                )
+            if kind == "step" and status in (journal.FAILED, journal.CANCELLED):
+                entries[name] = _attempts_back(doc)
+            elif kind in ("sleep", "wait") and status in (journal.PENDING, journal.CANCELLED):
+                drop.append(name)  # sleeps and waits it left start over
+        elif kind == "compensation" and status != journal.COMPLETED:
+            entries[name] = _attempts_back(doc)
+    error = row.error or {}
+    if (
+        row.status == Status.FAILED
+        and error.get("name") == "WorkflowTimeoutError"
+        and timeout is UNSET
+    ):
+        raise WorkflowStateError(
+            f"Instance {id!r} ran past its run timeout: retry it with a new timeout "
+            f"(timeout=..., counted from now, or None for none)."
+        )
+    retries = sum(1 for _, doc in loaded if doc.get("kind") == "retry")
+    entries[f"$retry:{retries + 1}"] = {
+        "kind": "retry",
+        "status": journal.COMPLETED,
+        "result": {"status": row.status, "error": row.error},
+        "finished_at": journal.timestamp(now),
+    }
+    if row.status == Status.FAILED:
+        status, new_error = Status.PENDING, None
+    else:  # the undo goes on, for the reason it started
+        status = Status.COMPENSATING
+        new_error = {k: v for k, v in error.items() if k != "compensation"}
+    deadline: Any = UNSET
+    if timeout is not UNSET:
+        deadline = None if timeout is None else now + parse_duration(timeout, "timeout")
+    change = maintenance.Reopen(
+        expect_status=row.status,
+        expect_runs=row.runs,
+        status=status,
+        error=new_error,
+        entries=entries,
+        drop_entries=drop,
+        now=now,
+        deadline=deadline,
+    )
+    with transaction.atomic(using=using, savepoint=False):
+        if not maintenance.reopen(using, id, change, keep_deadline=UNSET):
+            raise WorkflowStateError(f"Instance {id!r} changed while it was being retried.")
+        from .client import _wake_on_commit
+
+        _wake_on_commit(using)
+    emit(
+        "workflow-retried",
+        id=id,
+        workflow=row.workflow,
+        version=row.version,
+        at=now,
+        **{"from": row.status, "error": row.error},
+    )
+    result = get_status(id, using=using)
+    assert result is not None
+    return result
+
+
+def _attempts_back(doc: dict[str, Any]) -> dict[str, Any]:
+    """The entry of a step (or compensation) that gave up, with its attempts back."""
+    return {
+        **doc,
+        "status": journal.PENDING,
+        "attempt": 0,
+        "retry_at": None,
+        "finished_at": None,
+        "error": doc.get("error"),
+    }
+
+
+def delete(id: str, *, force: bool = False, using: str | None = None) -> bool:
+    """Delete a finished instance with its journal; an unfinished one only with `force`,
+    without running its compensations. Returns True once deleted.
+
+    Raises WorkflowNotFoundError for an unknown id, and WorkflowStateError for an unfinished
+    instance without `force` or when another change races this one.
+    """
+    using = database_alias(using)
+    row = store.get_instance(using, id)
+    if row is None:
+        raise WorkflowNotFoundError(f"No workflow instance has the id {id!r}.")
+    statuses: list[str] = [*FINISHED, *UNFINISHED] if force else list(FINISHED)
+    if row.status not in statuses:
+        raise WorkflowStateError(
+            f"Instance {id!r} is {row.status}: delete an unfinished instance with force=True "
+            f"(its compensations do not run)."
+        )
+    deleted = maintenance.delete_instance(using, id, statuses)
+    if deleted is None:
+        raise WorkflowStateError(f"Instance {id!r} changed while it was being deleted.")
+    emit(
+        "workflow-deleted",
+        id=id,
+        workflow=row.workflow,
+        version=row.version,
+        at=clock.now(),
+        status=deleted,
+    )
+    return True
+
+
+def purge(
+    *,
+    older_than: Duration,
+    status: str | list[str] | None = None,
+    batch_size: int = 500,
+    using: str | None = None,
+) -> PurgeResult:
+    """Delete the instances that finished more than `older_than` ago (by default completed,
+    failed and cancelled ones; compensation_failed only when listed), the signals no unfinished
+    instance can take any more, and the rate-limit windows that ended; a batch at a time."""
+    using = database_alias(using)
+    age = parse_duration(older_than, "older_than")
+    statuses: list[str] = (
+        [Status.COMPLETED, Status.FAILED, Status.CANCELLED]
+        if status is None
+        else [status]
+        if isinstance(status, str)
+        else list(status)
+    )
+    for value in statuses:
+        if value not in FINISHED:
+            raise ValueError(
+                f"purge() deletes finished instances only; {value!r} is not one of "
+                f"{', '.join(FINISHED)}."
+            )
+    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive integer, not {batch_size!r}.")
+    before = clock.now() - age
+    totals = [0, 0, 0]
+    while True:
+        batch = maintenance.purge(using, statuses=statuses, before=before, limit=batch_size)
+        counts = (batch.instances, batch.signals, batch.rate_limits)
+        totals = [total + count for total, count in zip(totals, counts, strict=True)]
+        if max(counts) < batch_size:
+            return PurgeResult(*totals)

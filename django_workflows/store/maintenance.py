@@ -1,0 +1,158 @@
+"""An operator's changes: reopen a finished instance, delete one, purge the old ones.
+
+Each re-checks its conditions on the rows it changes, under the row lock, so it never acts on
+an instance that another change moved on in the meantime.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Max, Min
+
+from ..models import UNFINISHED, JournalEntry, RateLimitWindow, Signal, Wait, WorkflowInstance
+from . import vendor
+
+
+@dataclass(frozen=True)
+class Reopen:
+    """What retry() changes: only while the instance is still as the engine read it."""
+
+    expect_status: str
+    expect_runs: int
+    status: str
+    error: dict[str, Any] | None
+    entries: dict[str, dict[str, Any]]
+    drop_entries: list[str]
+    now: datetime
+    deadline: datetime | None | Any
+
+
+def reopen(using: str, id: str, change: Reopen, *, keep_deadline: Any) -> bool:
+    """Make a finished instance due again, as one transaction that locks its row: of two
+    concurrent retries, one is accepted."""
+    with transaction.atomic(using=using):
+        row = (
+            WorkflowInstance.objects.using(using)
+            .select_for_update()
+            .filter(
+                pk=id,
+                status=change.expect_status,
+                runs=change.expect_runs,
+                lease_token__isnull=True,
+            )
+        )
+        if not row.values_list("pk", flat=True).first():
+            return False
+        if change.drop_entries:
+            JournalEntry.objects.using(using).filter(
+                instance_id=id, name__in=change.drop_entries
+            ).delete()
+        if change.entries:
+            JournalEntry.objects.using(using).bulk_create(
+                [
+                    JournalEntry(instance_id=id, name=name, document=document)
+                    for name, document in change.entries.items()
+                ],
+                **vendor.upsert_kwargs(using, ["instance", "name"], ["document"]),
+            )
+        Wait.objects.using(using).filter(instance_id=id).delete()
+        fields: dict[str, Any] = {
+            "status": change.status,
+            "error": change.error,
+            "wake_at": change.now,
+            "updated_at": change.now,
+            "cancel_requested": False,
+            "terminate_requested": False,
+            "cancel_reason": None,
+        }
+        if change.deadline is not keep_deadline:
+            fields["deadline"] = change.deadline
+        row.update(**fields)
+        return True
+
+
+def delete_instance(using: str, id: str, statuses: list[str]) -> str | None:
+    """Delete the instance with its journal and waits if its status is one of `statuses`;
+    the status it had, or None. A worker holding its lease finds it gone at its next write."""
+    with transaction.atomic(using=using):
+        status = (
+            WorkflowInstance.objects.using(using)
+            .select_for_update()
+            .filter(pk=id, status__in=statuses)
+            .values_list("status", flat=True)
+            .first()
+        )
+        if status is None:
+            return None
+        _delete(using, [id])
+        return status
+
+
+def _delete(using: str, ids: list[str]) -> int:
+    JournalEntry.objects.using(using).filter(instance_id__in=ids).delete()
+    Wait.objects.using(using).filter(instance_id__in=ids).delete()
+    return WorkflowInstance.objects.using(using).filter(pk__in=ids)._raw_delete(using)
+
+
+@dataclass(frozen=True)
+class Purged:
+    instances: int
+    signals: int
+    rate_limits: int
+
+
+def purge(using: str, *, statuses: list[str], before: datetime, limit: int) -> Purged:
+    """Delete up to `limit` instances finished before `before` (oldest first), the signals no
+    unfinished instance can take any more, and the rate-limit windows that ended."""
+    with transaction.atomic(using=using):
+        candidates = (
+            WorkflowInstance.objects.using(using)
+            .filter(status__in=statuses, updated_at__lt=before)
+            .order_by("updated_at", "id")
+        )
+        if vendor.skip_locked(using):
+            candidates = candidates.select_for_update(skip_locked=True)
+        ids = list(candidates.values_list("pk", flat=True)[:limit])
+        instances = _delete(using, ids) if ids else 0
+
+    # A signal can go once every unfinished instance started after it (an instance only takes
+    # signals above its cursor), it is older than `before`, and it is not the newest one.
+    with transaction.atomic(using=using):
+        newest = Signal.objects.using(using).aggregate(newest=Max("id"))["newest"] or 0
+        lowest = (
+            WorkflowInstance.objects.using(using)
+            .filter(status__in=UNFINISHED)
+            .aggregate(lowest=Min("signal_cursor"))["lowest"]
+        )
+        ceiling = min(newest - 1, newest if lowest is None else lowest)
+        signal_ids = list(
+            Signal.objects.using(using)
+            .filter(id__lte=ceiling, created_at__lt=before)
+            .order_by("id")
+            .values_list("id", flat=True)[:limit]
+        )
+        signals = (
+            Signal.objects.using(using)
+            .filter(id__in=signal_ids, id__lte=ceiling, created_at__lt=before)
+            ._raw_delete(using)
+            if signal_ids
+            else 0
+        )
+
+    with transaction.atomic(using=using):
+        windows = RateLimitWindow.objects.using(using).filter(window_end__lt=before)
+        if vendor.skip_locked(using):
+            windows = windows.select_for_update(skip_locked=True)
+        window_ids = list(windows.order_by("id").values_list("id", flat=True)[:limit])
+        rate_limits = (
+            RateLimitWindow.objects.using(using)
+            .filter(id__in=window_ids, window_end__lt=before)
+            ._raw_delete(using)
+            if window_ids
+            else 0
+        )
+    return Purged(instances, signals, rate_limits)
