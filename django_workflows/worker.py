@@ -8,12 +8,13 @@ import os
 import random
 import socket
 import threading
+import time
 import uuid
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import timedelta
 from typing import Any
 
-from django.db import close_old_connections, connections
+from django.db import connections
 
 from . import clock, wakeups
 from .conf import database_alias, get_settings
@@ -59,13 +60,14 @@ class Worker:
             registry.resolve(name)  # WorkflowNotFoundError names what is registered
         self.using = database_alias(using)
         self._stopping = threading.Event()
-        self._wake = threading.Event()
+        self._wake = threading.Event()  # a start, a signal or a stop: look for work now
+        self._freed = threading.Event()  # an execution ended: a slot is free
         self._lock = threading.Lock()
         self._running: dict[str, Execution] = {}
 
     # -- claiming and executing ------------------------------------------------------------------
 
-    def _claim(self, limit: int) -> tuple[list[WorkflowInstance], int, str]:
+    def _claim(self, limit: int) -> tuple[list[WorkflowInstance], store.Claim, str]:
         token = uuid.uuid4().hex
         now = clock.now()
         claim = store.claim(
@@ -77,9 +79,9 @@ class Worker:
             limit=limit,
             workflows=registry.pairs(self.workflows),
         )
-        return claim.instances, claim.last_signal_id, token
+        return claim.instances, claim, token
 
-    def _execute(self, instance: WorkflowInstance, last_signal_id: int, token: str) -> str:
+    def _execute(self, instance: WorkflowInstance, claim: store.Claim, token: str) -> str:
         definition = registry.get(instance.workflow, instance.version)
         if definition is None:  # unregistered since the claim: leave it to its lease
             return "unregistered"
@@ -89,8 +91,9 @@ class Worker:
                 definition,
                 using=self.using,
                 token=token,
-                last_signal_id=last_signal_id,
+                last_signal_id=claim.last_signal_id,
                 lease_duration=self.lease_duration,
+                journal_entries=claim.journals.get(instance.id, []),
             )
             with self._lock:
                 self._running[instance.id] = execution
@@ -118,11 +121,11 @@ class Worker:
         """
         executed = 0
         while not self._stopping.is_set():
-            instances, last_signal_id, token = self._claim(1)
+            instances, claim, token = self._claim(1)
             if not instances:
                 return executed
             for instance in instances:
-                self._execute(instance, last_signal_id, token)
+                self._execute(instance, claim, token)
                 executed += 1
         return executed
 
@@ -155,38 +158,50 @@ class Worker:
             listener.start()
         futures: set[Future[Any]] = set()
         pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="workflow")
+        # With a backlog (the last claim filled every free slot), claim again once a batch of
+        # slots is free: one claim per few executions rather than one per execution.
+        batch = max(1, self.concurrency // 2)
+        backlog = True
         try:
             while not self._stopping.is_set():
                 futures = {f for f in futures if not f.done()}
                 free = self.concurrency - len(futures)
-                claimed = 0
                 if free > 0:
                     try:
-                        close_old_connections()
-                        instances, last_signal_id, token = self._claim(free)
+                        _refresh_connections()
+                        instances, claim, token = self._claim(free)
                     except Exception:
                         logger.exception("Claiming due instances failed; trying again.")
-                        instances, last_signal_id, token = [], 0, ""
+                        instances, claim, token = [], store.Claim([], 0), ""
                     for instance in instances:
-                        futures.add(
-                            pool.submit(self._execute_in_pool, instance, last_signal_id, token)
-                        )
-                    claimed = len(instances)
-                if claimed and claimed == free:
-                    continue  # more may be due: claim again as soon as a slot frees
-                self._wake.wait(self._poll_wait())
-                self._wake.clear()
+                        futures.add(pool.submit(self._execute_in_pool, instance, claim, token))
+                    backlog = len(instances) == free
+                if backlog:
+                    self._wait_for_slots(futures, batch)
+                else:
+                    self._wake.wait(self._poll_wait())
+                    self._wake.clear()
         finally:
             wakeups.unsubscribe(self._wake)
             self._shut_down(pool, futures)
 
-    def _execute_in_pool(self, instance: WorkflowInstance, last_signal_id: int, token: str) -> str:
-        close_old_connections()
+    def _wait_for_slots(self, futures: set[Future[Any]], batch: int) -> None:
+        """Until `batch` slots are free, or a little while with at least one free."""
+        started = time.monotonic()
+        while not self._stopping.is_set():
+            free = self.concurrency - sum(1 for f in futures if not f.done())
+            if free >= batch or (free and time.monotonic() - started > 0.05):
+                return
+            self._freed.wait(0.05)
+            self._freed.clear()
+
+    def _execute_in_pool(self, instance: WorkflowInstance, claim: store.Claim, token: str) -> str:
+        _refresh_connections()
         try:
-            return self._execute(instance, last_signal_id, token)
+            return self._execute(instance, claim, token)
         finally:
-            close_old_connections()
-            self._wake.set()  # a slot is free
+            _refresh_connections()
+            self._freed.set()  # a slot is free
 
     def _poll_wait(self) -> float:
         # A little jitter, so many workers do not poll in step.
@@ -201,7 +216,7 @@ class Worker:
             except Exception:
                 logger.exception("Renewing leases failed; trying again.")
             finally:
-                close_old_connections()
+                _refresh_connections()
 
     def renew(self) -> None:
         """Renew the leases of every running execution in one statement; stop the lost ones."""
@@ -261,6 +276,22 @@ class Worker:
 
 def _duration(value: Duration | None, default: timedelta, what: str) -> timedelta:
     return default if value is None else parse_duration(value, what)
+
+
+def _refresh_connections() -> None:
+    """Around each execution: close this thread's connections that broke, or that outlived a
+    CONN_MAX_AGE above zero. A worker thread keeps its connection between executions even at
+    CONN_MAX_AGE = 0, which would otherwise reconnect for every execution."""
+    for connection in connections.all(initialized_only=True):
+        if connection.connection is None or connection.in_atomic_block:
+            continue
+        max_age = connection.settings_dict.get("CONN_MAX_AGE") or 0
+        if connection.errors_occurred and not connection.is_usable():
+            connection.close()
+        elif (
+            max_age and connection.close_at is not None and time.monotonic() >= connection.close_at
+        ):
+            connection.close()
 
 
 def drain(*, using: str | None = None) -> int:

@@ -33,6 +33,11 @@ _FINAL_EVENTS: dict[str, str] = {
 class Execution(Runtime):
     """Runs one claimed instance until it parks, ends, or loses its lease."""
 
+    @property
+    def _had_waits(self) -> bool:
+        # Waits are registered only by a release: a first execution has none to clear.
+        return self.instance.runs > 1
+
     def execute(self) -> str:
         """Run the instance; returns what became of it: a status, "handed-back" or "lease-lost"."""
         first = self.instance.runs <= 1 and self.instance.status == Status.RUNNING
@@ -108,7 +113,7 @@ class Execution(Runtime):
         waits = list(dict.fromkeys(self.suspension.waits))
         self.write(
             changes={"status": Status.SUSPENDED},
-            release=store.Release(wake_at, waits, self.last_signal_id),
+            release=store.Release(wake_at, waits, self.last_signal_id, self._had_waits),
         )
         self._emit(
             "workflow-suspended", wake_at=wake_at, waits=[{"signal": s, "key": k} for s, k in waits]
@@ -122,7 +127,7 @@ class Execution(Runtime):
         try:
             self.write(
                 changes={"status": status},
-                release=store.Release(self.now(), [], self.last_signal_id),
+                release=store.Release(self.now(), [], self.last_signal_id, self._had_waits),
             )
         except LeaseLost:
             return "lease-lost"
@@ -205,7 +210,7 @@ class Execution(Runtime):
                 if retry_at is not None and retry_at > now:
                     self.write(
                         changes={"status": Status.COMPENSATING},
-                        release=store.Release(retry_at, [], self.last_signal_id),
+                        release=store.Release(retry_at, [], self.last_signal_id, self._had_waits),
                     )
                     self._emit("workflow-suspended", wake_at=retry_at, waits=[])
                     return Status.COMPENSATING
@@ -293,7 +298,9 @@ class Execution(Runtime):
         self, status: str, *, output: Any = None, error: dict[str, Any] | None = None
     ) -> str:
         changes: dict[str, Any] = {"status": status, "output": output, "error": error}
-        self.write(changes=changes, release=store.Release(None, [], self.last_signal_id))
+        self.write(
+            changes=changes, release=store.Release(None, [], self.last_signal_id, self._had_waits)
+        )
         wakeups.instance_ended(self.instance.id)
         data: dict[str, Any] = (
             {"output": output} if status == Status.COMPLETED else {"error": error}

@@ -76,6 +76,7 @@ class Runtime:
         token: str,
         last_signal_id: int,
         lease_duration: timedelta,
+        journal_entries: list[tuple[str, dict[str, Any]]] | None = None,
     ):
         self.instance = instance
         self.definition = definition
@@ -86,7 +87,9 @@ class Runtime:
         self.flags = store.LeaseFlags(
             instance.cancel_requested, instance.terminate_requested, instance.cancel_reason
         )
-        self.journal: dict[str, dict[str, Any]] = dict(store.load_journal(using, instance.id))
+        if journal_entries is None:  # a first execution has none; a claim reads the others'
+            journal_entries = [] if instance.runs <= 1 else store.load_journal(using, instance.id)
+        self.journal: dict[str, dict[str, Any]] = dict(journal_entries)
         self.pending: dict[str, dict[str, Any]] = {}
         self.reached: set[str] = set()
         self.consumed: set[int] = {
@@ -112,6 +115,7 @@ class Runtime:
         self._owner = threading.get_ident()
         self._requests: queue.Queue[Any] = queue.Queue()
         self._signals: dict[tuple[str, str | None], list[Any]] = {}
+        self._lease_extended: datetime | None = clock.now()  # the claim just set the lease
 
     # -- small helpers ---------------------------------------------------------------------------
 
@@ -404,6 +408,13 @@ class Runtime:
                 changes["journal_warned"] = True
                 self._warn_journal = False
         now = self.now()
+        # Extend the lease with the write only once a third of it has passed: a worker's
+        # renewer keeps it alive anyway, and most writes then touch the journal alone.
+        extend = (
+            self._lease_extended is None or now - self._lease_extended >= self.lease_duration / 3
+        )
+        if extend:
+            self._lease_extended = now
         flags = store.write(
             self.using,
             self.instance.id,
@@ -413,7 +424,7 @@ class Runtime:
                 entries=entries,
                 guarded_entries=guarded,
                 changes=changes,
-                lease_until=now + self.lease_duration,
+                lease_until=now + self.lease_duration if extend else None,
                 release=release,
             ),
         )

@@ -37,6 +37,7 @@ class Release:
     wake_at: datetime | None
     waits: list[tuple[str, str | None]]
     signal_cursor: int
+    had_waits: bool = True  # False: the instance registered none before, nothing to delete
 
 
 @dataclass
@@ -57,6 +58,8 @@ class InstanceWrite:
 class Claim:
     instances: list[WorkflowInstance]
     last_signal_id: int
+    # The journals of the claimed instances that ran before, read in the claim's transaction.
+    journals: dict[str, list[tuple[str, dict[str, Any]]]] = field(default_factory=dict)
 
 
 def last_signal_id(using: str) -> int:
@@ -199,7 +202,13 @@ def claim(
             .filter(lease_token=token, pk__in=ids)
             .order_by("priority", "wake_at", "created_at", "id")
         )
-        return Claim(claimed, last_signal_id(using))
+        resumed = [instance.pk for instance in claimed if instance.runs > 1]
+        journals: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+        if resumed:
+            rows = JournalEntry.objects.using(using).filter(instance_id__in=resumed).order_by("id")
+            for instance_id, name, document in rows.values_list("instance_id", "name", "document"):
+                journals.setdefault(instance_id, []).append((name, document))
+        return Claim(claimed, last_signal_id(using), journals)
 
 
 def renew(
@@ -257,7 +266,8 @@ def write(using: str, id: str, token: str, write: InstanceWrite) -> LeaseFlags |
             record_signal(using, **write.signal, now=write.now, locked=True)
         release = write.release
         if release is not None:
-            Wait.objects.using(using).filter(instance_id=id).delete()
+            if release.had_waits:
+                Wait.objects.using(using).filter(instance_id=id).delete()
             if release.waits:
                 Wait.objects.using(using).bulk_create(
                     [Wait(instance_id=id, signal=signal, key=key) for signal, key in release.waits]
