@@ -114,10 +114,16 @@ def start(
         created_at=now,
         updated_at=now,
     )
-    with transaction.atomic(using=using, savepoint=False):
-        stored, created = store.create_instance(using, instance)
-        if created:
-            _wake_on_commit(using)
+
+    @vendor.retries_deadlocks
+    def create(using: str) -> tuple[WorkflowInstance, bool]:
+        with transaction.atomic(using=using, savepoint=False):
+            stored, created = store.create_instance(using, instance)
+            if created:
+                _wake_on_commit(using)
+            return stored, created
+
+    stored, created = create(using)
     if not created and (stored.workflow != definition.name or stored.input != value):
         raise WorkflowIdConflictError(
             f"Instance {id!r} exists already, of workflow {stored.workflow!r} with another "
@@ -174,12 +180,18 @@ def signal(
                 f"signal() inside a {isolation.upper()} transaction could miss waits committed "
                 f"after the transaction's snapshot: send it in a READ COMMITTED transaction."
             )
-    with transaction.atomic(using=using, savepoint=False):
-        recorded = record_signal(
-            using, name=name, key=key, dedupe_id=id, payload=value, now=clock.now()
-        )
-        if recorded.created:
-            _wake_on_commit(using)
+
+    @vendor.retries_deadlocks
+    def record(using: str) -> Any:
+        with transaction.atomic(using=using, savepoint=False):
+            recorded = record_signal(
+                using, name=name, key=key, dedupe_id=id, payload=value, now=clock.now()
+            )
+            if recorded.created:
+                _wake_on_commit(using)
+            return recorded
+
+    recorded = record(using)
     return SignalResult(recorded.id, recorded.created, recorded.woken, recorded.key)
 
 

@@ -66,6 +66,7 @@ def last_signal_id(using: str) -> int:
     return Signal.objects.using(using).aggregate(last=Max("id"))["last"] or 0
 
 
+@vendor.retries_deadlocks
 def create_instance(using: str, instance: WorkflowInstance) -> tuple[WorkflowInstance, bool]:
     """Insert a pending instance unless one with its id exists; return the stored one and whether
     this call created it. Atomic per id: of two concurrent calls, one creates."""
@@ -128,6 +129,7 @@ def _due_now(now: datetime) -> Case:
     )
 
 
+@vendor.retries_deadlocks
 def request_cancel(
     using: str, id: str, *, reason: str | None, now: datetime, terminate: bool
 ) -> bool:
@@ -155,6 +157,7 @@ def request_cancel(
     )
 
 
+@vendor.retries_deadlocks
 def claim(
     using: str,
     *,
@@ -211,6 +214,7 @@ def claim(
         return Claim(claimed, last_signal_id(using), journals)
 
 
+@vendor.retries_deadlocks
 def renew(
     using: str, leases: list[tuple[str, str]], lease_until: datetime
 ) -> dict[str, LeaseFlags]:
@@ -230,6 +234,7 @@ def renew(
         }
 
 
+@vendor.retries_deadlocks
 def write(using: str, id: str, token: str, write: InstanceWrite) -> LeaseFlags | None:
     """Every write of the lease holder, all or nothing, only while `token` is the lease token.
 
@@ -240,7 +245,9 @@ def write(using: str, id: str, token: str, write: InstanceWrite) -> LeaseFlags |
     with transaction.atomic(using=using):
         if write.signal is not None:
             vendor.lock_signals(using, shared=False)
-        elif write.release is not None and write.release.waits:
+        elif write.release is not None and (write.release.waits or write.release.had_waits):
+            # Shared with the other writes, exclusive with signals: a signal's wake-up and a
+            # write that registers or clears waits never interleave (nor deadlock on MySQL).
             vendor.lock_signals(using, shared=True)
         held = WorkflowInstance.objects.using(using).filter(pk=id, lease_token=token)
         flags = held.select_for_update().values_list(

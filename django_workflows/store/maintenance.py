@@ -116,6 +116,8 @@ def purge(using: str, *, statuses: list[str], before: datetime, limit: int) -> P
         )
         if vendor.skip_locked(using):
             candidates = candidates.select_for_update(skip_locked=True)
+        # The rows are locked (or, on SQLite, the database is) until the deletes commit: a
+        # retry that reopens one of them waits for the purge, or the purge skips it.
         ids = list(candidates.values_list("pk", flat=True)[:limit])
         instances = _delete(using, ids) if ids else 0
 

@@ -22,6 +22,7 @@ class RecordedSignal:
     key: str | None
 
 
+@vendor.retries_deadlocks
 def record_signal(
     using: str,
     *,

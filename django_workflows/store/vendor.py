@@ -6,12 +6,15 @@ MariaDB with a lock row read FOR UPDATE / LOCK IN SHARE MODE, and SQLite with it
 
 from __future__ import annotations
 
+import functools
 import logging
+import random
 import threading
+import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
-from django.db import connections
+from django.db import DatabaseError, connections
 from django.db.models import Model
 from django.db.models.constants import OnConflict
 from django.db.models.sql import InsertQuery
@@ -142,3 +145,39 @@ def listen(using: str, wake: Callable[[], None], stop: threading.Event) -> None:
         except Exception:
             logger.exception("Listening for PostgreSQL notifications failed; retrying in 5s.")
             stop.wait(5)
+
+
+_DEADLOCK_CODES = {1213}  # MySQL/MariaDB: ER_LOCK_DEADLOCK
+_DEADLOCK_STATES = {"40P01", "40001"}  # PostgreSQL: deadlock_detected, serialization_failure
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def is_deadlock(error: BaseException) -> bool:
+    """Whether the database broke a deadlock by rolling this transaction back."""
+    cause = error.__cause__ or error
+    if getattr(cause, "sqlstate", None) in _DEADLOCK_STATES:
+        return True
+    args: tuple[Any, ...] = tuple(getattr(cause, "args", ()))
+    return bool(args) and args[0] in _DEADLOCK_CODES
+
+
+def retries_deadlocks(fn: F) -> F:
+    """Run a store function's own transaction again when the database broke a deadlock by
+    rolling it back. Inside the caller's transaction the error reaches the caller, whose
+    writes were rolled back too: only they can run the transaction again."""
+
+    @functools.wraps(fn)
+    def wrapper(using: str, *args: Any, **kwargs: Any) -> Any:
+        connection = connections[using]
+        for attempt in range(1, 6):
+            try:
+                return fn(using, *args, **kwargs)
+            except DatabaseError as error:
+                if connection.in_atomic_block or attempt == 5 or not is_deadlock(error):
+                    raise
+                logger.debug("Deadlock in %s, attempt %d; running it again.", fn.__name__, attempt)
+                time.sleep(random.uniform(0.001, 0.01) * attempt)
+        raise AssertionError("unreachable")
+
+    return wrapper  # type: ignore[return-value]
