@@ -60,9 +60,10 @@ def retry(id: str, *, timeout: Duration | None = UNSET, using: str | None = None
         elif kind == "compensation" and status != journal.COMPLETED:
             entries[name] = _attempts_back(doc)
     error = row.error or {}
+    past_deadline = row.deadline is not None and row.deadline <= now
     if (
         row.status == Status.FAILED
-        and error.get("name") == "WorkflowTimeoutError"
+        and (error.get("name") == "WorkflowTimeoutError" or past_deadline)
         and timeout is UNSET
     ):
         raise WorkflowStateError(
@@ -175,6 +176,8 @@ def purge(
         if isinstance(status, str)
         else list(status)
     )
+    if not statuses:
+        raise ValueError("purge() needs at least one status.")
     for value in statuses:
         if value not in FINISHED:
             raise ValueError(

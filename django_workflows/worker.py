@@ -10,7 +10,7 @@ import socket
 import threading
 import time
 import uuid
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from datetime import timedelta
 from typing import Any
 
@@ -217,6 +217,7 @@ class Worker:
                 logger.exception("Renewing leases failed; trying again.")
             finally:
                 _refresh_connections()
+        connections.close_all()
 
     def renew(self) -> None:
         """Renew the leases of every running execution in one statement; stop the lost ones."""
@@ -257,8 +258,6 @@ class Worker:
         self.stop()
         pending = {f for f in futures if not f.done()}
         if pending:
-            from concurrent.futures import wait
-
             wait(pending, timeout=self.shutdown_timeout.total_seconds())
         with self._lock:
             left = list(self._running)
@@ -270,12 +269,25 @@ class Worker:
                 len(left),
                 ", ".join(left),
             )
+        # Each pool thread closes its connection before the pool lets it go.
+        # (A barrier spreads the closers over every thread; one still busy keeps its own.)
+        meet = threading.Barrier(self.concurrency)
+        idle = [pool.submit(_close_connections, meet) for _ in range(self.concurrency)]
+        wait(idle, timeout=2)
         pool.shutdown(wait=False, cancel_futures=True)
         logger.info("Worker %s stopped.", self.id)
 
 
 def _duration(value: Duration | None, default: timedelta, what: str) -> timedelta:
     return default if value is None else parse_duration(value, what)
+
+
+def _close_connections(meet: threading.Barrier) -> None:
+    try:
+        meet.wait(timeout=1)
+    except threading.BrokenBarrierError:
+        pass
+    connections.close_all()
 
 
 def _refresh_connections() -> None:
