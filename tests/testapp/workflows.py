@@ -275,3 +275,96 @@ def reserve_each_slow_first(ctx: Any, order: dict[str, Any]) -> list[str]:
 
     reservations = ctx.gather(*(reserve(i, item) for i, item in enumerate(order["items"])))
     return [r["reservation_id"] for r in reservations]
+
+
+# -- added for the operate tests (retry, delete, purge, result) ------------------------------
+
+import threading as _threading  # noqa: E402
+
+hang_gates: dict[str, _threading.Event] = {
+    "entered": _threading.Event(),
+    "release": _threading.Event(),
+}
+"""ops-hang's step sets `entered` and blocks until `release` (tests reset both)."""
+
+
+@workflow("ops-two-steps")
+def ops_two_steps(ctx: Any, input: dict[str, Any]) -> dict[str, Any]:
+    """A step that always works, then one that fails while world.failures["charge"] says so."""
+    reservation = ctx.step(
+        "reserve",
+        lambda step: world.reserve([{"product": "kibble", "quantity": 1}], step.idempotency_key),
+    )
+    charge = ctx.step(
+        "charge",
+        lambda step: world.charge({"id": "o", "total": 1}, step.idempotency_key),
+        retry=Retry(attempts=input.get("attempts", 1), delay="1s"),
+    )
+    return {"reservation": reservation["reservation_id"], "charge": charge["charge_id"]}
+
+
+@workflow("ops-timed-sleep", timeout="1h")
+def ops_timed_sleep(ctx: Any, input: Any) -> str:
+    """No compensations: the run timeout fails it while it sleeps, and it can be retried."""
+    ctx.step("first", lambda step: world.mail("u", step.idempotency_key))
+    ctx.sleep("nap", "2h")
+    ctx.step("after", lambda step: world.mail("v", step.idempotency_key))
+    return "slept"
+
+
+@workflow("ops-timed-wait", timeout="1h")
+def ops_timed_wait(ctx: Any, input: Any) -> Any:
+    outcome = ctx.wait_for_any(
+        "await", go=ctx.signal_wait("ops-go", key=input.get("key")), timed_out=ctx.timer("2h")
+    )
+    return outcome.key
+
+
+@workflow("ops-deploy")
+def ops_deploy(ctx: Any, input: Any) -> str:
+    """The fixed code of a deploy: the tests swap in a version that broke replay."""
+    ctx.step("first", lambda step: world.mail("u", step.idempotency_key))
+    ctx.sleep("nap", "1h")
+    ctx.step("second", lambda step: world.mail("v", step.idempotency_key))
+    return "deployed"
+
+
+@workflow("ops-undo")
+def ops_undo(ctx: Any, input: dict[str, Any]) -> str:
+    """Two steps with compensations that give up after one attempt; then ctx.fail() or a wait."""
+    charge = ctx.step(
+        "charge-payment",
+        lambda step: world.charge({"id": "u", "total": 1}, step.idempotency_key),
+        compensate=lambda charge, step: world.refund(charge["charge_id"], step.idempotency_key),
+        compensate_retry=1,
+    )
+    ctx.step(
+        "reserve-stock",
+        lambda step: world.reserve([{"product": "litter", "quantity": 1}], step.idempotency_key),
+        compensate=lambda reservation, step: world.release(reservation["reservation_id"]),
+        compensate_retry=1,
+    )
+    if input.get("fail"):
+        ctx.fail("boom")
+    ctx.wait_for_signal("await", "ops-never")
+    return charge["charge_id"]
+
+
+@workflow("ops-hang")
+def ops_hang(ctx: Any, input: Any) -> str:
+    def hang(step: Any) -> str:
+        hang_gates["entered"].set()
+        hang_gates["release"].wait(30)
+        return "released"
+
+    ctx.step("hang", hang)
+    ctx.step("after", lambda step: world.mail("h", step.idempotency_key))
+    return "done"
+
+
+@workflow("ops-quick")
+def ops_quick(ctx: Any, input: Any) -> Any:
+    import time
+
+    ctx.step("work", lambda step: time.sleep(float(input.get("seconds", 0))) or "ok")
+    return {"echo": input.get("echo")}

@@ -1,0 +1,30 @@
+"""The admin: browse instances, signals and schedules; act on instances through the client only.
+
+Nothing here writes a row: every action calls `cancel()`, `terminate()`, `retry()` or
+`delete()` per selected instance, skips the ones it does not apply to, and says why.
+"""
+
+from __future__ import annotations
+
+from django.contrib import admin
+
+from ..models import RateLimitWindow, Signal, WorkflowInstance, WorkflowSchedule
+from .browse import RateLimitWindowAdmin, SignalAdmin, WorkflowScheduleAdmin
+from .display import STATUS_COLOURS, status_badge
+from .instances import WorkflowInstanceAdmin
+from .timeline import build_timeline
+
+__all__ = [
+    "STATUS_COLOURS",
+    "RateLimitWindowAdmin",
+    "SignalAdmin",
+    "WorkflowInstanceAdmin",
+    "WorkflowScheduleAdmin",
+    "build_timeline",
+    "status_badge",
+]
+
+admin.site.register(WorkflowInstance, WorkflowInstanceAdmin)
+admin.site.register(Signal, SignalAdmin)
+admin.site.register(WorkflowSchedule, WorkflowScheduleAdmin)
+admin.site.register(RateLimitWindow, RateLimitWindowAdmin)

@@ -1,0 +1,104 @@
+"""The instance actions' rules: which rows each action refuses and why, and the report."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from ..errors import WorkflowNotFoundError, WorkflowStateError
+from ..models import FINISHED, UNFINISHED, Status, WorkflowInstance
+
+REFUSALS_SHOWN = 10
+
+
+@dataclass(frozen=True)
+class Outcome:
+    done: list[str]
+    refused: list[tuple[str, str]]  # (id, why)
+
+
+def cancel_refusal(row: WorkflowInstance, terminate: bool) -> str | None:
+    """Why cancel (or terminate) would not be accepted for this row; None when it would."""
+    if row.status in FINISHED:
+        what = "terminated" if terminate else "cancelled"
+        return f"{row.id} is {row.status}: only unfinished instances can be {what}."
+    if row.terminate_requested:
+        return f"{row.id} is being terminated already."
+    if not terminate and row.cancel_requested:
+        return f"{row.id} is being cancelled already."
+    if not terminate and row.status == Status.COMPENSATING:
+        return f"{row.id} is compensating: its undo is under way (terminate stops it)."
+    return None
+
+
+def retry_refusal(row: WorkflowInstance) -> str | None:
+    if row.status not in (Status.FAILED, Status.COMPENSATION_FAILED):
+        return (
+            f"{row.id} is {row.status}: only failed and compensation_failed instances can be "
+            f"retried."
+        )
+    return None
+
+
+def delete_refusal(row: WorkflowInstance) -> str | None:
+    if row.status in UNFINISHED:
+        return f"{row.id} is {row.status}: delete an unfinished instance with force delete."
+    return None
+
+
+def force_refusal(row: WorkflowInstance) -> str | None:
+    return None  # force delete takes any status
+
+
+def apply(
+    rows: QuerySet[WorkflowInstance],
+    refusal: Callable[[WorkflowInstance], str | None],
+    call: Callable[[WorkflowInstance], bool],
+) -> Outcome:
+    """Call `call` for each row `refusal` lets through; the client's refusals count as refused."""
+    done: list[str] = []
+    refused: list[tuple[str, str]] = []
+    for row in rows.order_by("created_at", "id"):
+        why = refusal(row)
+        if why is None:
+            try:
+                if call(row):
+                    done.append(row.id)
+                    continue
+                why = f"{row.id} changed meanwhile; the request was not accepted."
+            except (WorkflowStateError, WorkflowNotFoundError) as error:
+                why = str(error).replace(f"Instance {row.id!r} ", f"{row.id} ", 1)
+        refused.append((row.id, why))
+    return Outcome(done, refused)
+
+
+def _instances(count: int) -> str:
+    return f"{count} instance" if count == 1 else f"{count} instances"
+
+
+def report(modeladmin: admin.ModelAdmin, request: HttpRequest, verb: str, outcome: Outcome) -> None:
+    """One message: how many it did, and why it refused the others (the first ten reasons)."""
+    parts = [f"{verb} {_instances(len(outcome.done))}."]
+    if outcome.refused:
+        reasons = [why for _, why in outcome.refused[:REFUSALS_SHOWN]]
+        more = len(outcome.refused) - REFUSALS_SHOWN
+        if more > 0:
+            reasons.append(f"... and {more} more.")
+        parts.append(f"Refused {len(outcome.refused)}: " + " ".join(reasons))
+    level = (
+        messages.SUCCESS
+        if not outcome.refused
+        else messages.WARNING
+        if outcome.done
+        else messages.ERROR
+    )
+    modeladmin.message_user(request, " ".join(parts), level)
+
+
+def admin_reason(request: HttpRequest, what: str) -> str:
+    """The reason a cancel or terminate records: who did it, from where."""
+    return f"{what} in the admin by {request.user.get_username()}."  # type: ignore[union-attr]

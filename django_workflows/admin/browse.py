@@ -1,0 +1,100 @@
+"""Signals, schedules and rate-limit windows: pages to look at, never to edit."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+
+from ..conf import database_alias
+from ..models import Signal, WorkflowInstance, WorkflowSchedule
+from .display import changelist_url, pretty_json
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """View only: no add, change or delete, and no bulk delete."""
+
+    class Media:
+        css = {"all": ("django_workflows/admin.css",)}
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        return super().get_queryset(request).using(database_alias())
+
+
+class SignalAdmin(ReadOnlyAdmin):
+    list_display = ("id", "name", "key", "dedupe_id", "created_at")
+    list_filter = ("name",)
+    search_fields = ("name", "key", "=dedupe_id")
+    search_help_text = "Signal name or key (or exact dedupe id)."
+    date_hierarchy = "created_at"
+    show_full_result_count = False
+    ordering = ("-id",)
+    fields = ("id", "name", "key", "dedupe_id", "created_at", "payload_json")
+    readonly_fields = fields
+
+    @admin.display(description="payload")
+    def payload_json(self, obj: Signal) -> SafeString:
+        return pretty_json(obj.payload)
+
+
+class WorkflowScheduleAdmin(ReadOnlyAdmin):
+    list_display = ("id", "workflow", "version", "paused", "wake_at", "declared", "updated_at")
+    list_filter = ("paused", "declared", "workflow")
+    search_fields = ("id", "workflow")
+    fields = (
+        "id",
+        "workflow",
+        "version",
+        "declared",
+        "paused",
+        "wake_at",
+        "instances",
+        "spec_json",
+        "input_json",
+        "state_json",
+        "created_at",
+        "updated_at",
+    )
+    readonly_fields = fields
+
+    @admin.display(description="spec")
+    def spec_json(self, obj: WorkflowSchedule) -> SafeString:
+        return pretty_json(obj.spec)
+
+    @admin.display(description="input")
+    def input_json(self, obj: WorkflowSchedule) -> SafeString:
+        return pretty_json(obj.input)
+
+    @admin.display(description="state")
+    def state_json(self, obj: WorkflowSchedule) -> SafeString:
+        return pretty_json(obj.state)
+
+    @admin.display(description="instances")
+    def instances(self, obj: WorkflowSchedule) -> SafeString:
+        return format_html(
+            '<a href="{}">instances started by this schedule</a>',
+            changelist_url(WorkflowInstance, schedule_id=obj.id),
+        )
+
+
+class RateLimitWindowAdmin(ReadOnlyAdmin):
+    """Why a pending instance waits: the rate-limit windows and how full they are."""
+
+    list_display = ("workflow", "scope", "key", "count", "window_end")
+    list_filter = ("workflow", "scope")
+    search_fields = ("workflow", "key")
+    readonly_fields = ("workflow", "scope", "key", "count", "window_end")
+    fields = readonly_fields

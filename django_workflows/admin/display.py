@@ -1,0 +1,55 @@
+"""What the admin pages share: status badges, readable JSON, links between rows."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import urlencode
+
+from django.contrib.admin.utils import quote
+from django.urls import reverse
+from django.utils.html import format_html
+from django.utils.safestring import SafeString, mark_safe
+
+from ..models import Status
+
+# One colour per status (instances and journal entries share the names). A guard test checks
+# that every Status has one, so a new status cannot show up uncoloured.
+STATUS_COLOURS: dict[str, str] = {
+    Status.PENDING: "#64748b",
+    Status.RUNNING: "#2563eb",
+    Status.SUSPENDED: "#7c3aed",
+    Status.COMPENSATING: "#d97706",
+    Status.COMPLETED: "#15803d",
+    Status.FAILED: "#dc2626",
+    Status.CANCELLED: "#78716c",
+    Status.COMPENSATION_FAILED: "#9d174d",
+}
+UNKNOWN_COLOUR = "#94a3b8"
+
+
+def status_badge(status: str) -> SafeString:
+    """A coloured pill with the status's name."""
+    colour = STATUS_COLOURS.get(status, UNKNOWN_COLOUR)
+    return format_html(
+        '<span class="dw-badge" style="background-color: {}">{}</span>', colour, status
+    )
+
+
+def pretty_json(value: Any) -> SafeString:
+    """A JSON value, indented, in a <pre>."""
+    if value is None:
+        return mark_safe('<span class="dw-none">-</span>')  # noqa: S308 - a constant
+    text = json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False, default=str)
+    return format_html('<pre class="dw-json">{}</pre>', text)
+
+
+def change_url(model: type[Any], pk: Any) -> str:
+    meta = model._meta
+    return reverse(f"admin:{meta.app_label}_{meta.model_name}_change", args=[quote(pk)])
+
+
+def changelist_url(model: type[Any], **filters: str) -> str:
+    meta = model._meta
+    url = reverse(f"admin:{meta.app_label}_{meta.model_name}_changelist")
+    return f"{url}?{urlencode(filters)}" if filters else url

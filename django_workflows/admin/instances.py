@@ -1,0 +1,386 @@
+"""The instance pages: the changelist, the read-only change page with its timeline, and
+the actions, each a client call per selected row."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from django.contrib import admin
+from django.contrib.admin.utils import quote, unquote
+from django.core.exceptions import PermissionDenied
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.urls import path, reverse
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
+from django.utils.text import Truncator
+
+from ..conf import database_alias
+from ..models import Signal, WorkflowInstance, WorkflowSchedule
+from .actions import (
+    admin_reason,
+    apply,
+    cancel_refusal,
+    delete_refusal,
+    force_refusal,
+    report,
+    retry_refusal,
+)
+from .display import change_url, changelist_url, pretty_json, status_badge
+from .timeline import build_timeline, journal_row
+
+CHILDREN_SHOWN = 100
+
+# The actions, offered on the changelist and as buttons on the change page.
+ACTIONS = ("cancel", "terminate", "retry", "delete", "force_delete")
+
+
+class WorkflowInstanceAdmin(admin.ModelAdmin):
+    list_display = (
+        "id",
+        "status_badge",
+        "workflow",
+        "version",
+        "custom_status_short",
+        "wake_at",
+        "runs",
+        "updated_at",
+    )
+    list_filter = ("status", "workflow", "version", "schedule_id")
+    date_hierarchy = "created_at"
+    search_fields = ("id", "parent_id")
+    search_help_text = "Instance id, or part of one (also matches parent ids)."
+    show_full_result_count = False
+    list_per_page = 50
+    ordering = ("-created_at", "id")
+    actions = list(ACTIONS)
+    change_form_template = "django_workflows/admin/instance_change_form.html"
+    fieldsets = (
+        (
+            None,
+            {
+                "fields": (
+                    ("id", "status_badge"),
+                    ("workflow", "version"),
+                    "custom_status_json",
+                    ("created_at", "updated_at"),
+                    ("wake_at", "deadline"),
+                    ("runs", "priority"),
+                )
+            },
+        ),
+        (
+            "Waits and related instances",
+            {
+                "fields": (
+                    "waits_list",
+                    "parent_link",
+                    ("schedule_link", "scheduled_at"),
+                    "children",
+                )
+            },
+        ),
+        ("Data", {"fields": ("input_json", "output_json", "error_summary")}),
+        (
+            "Lease and requests",
+            {
+                "classes": ("collapse",),
+                "fields": (
+                    ("lease_owner", "lease_until"),
+                    ("cancel_requested", "terminate_requested"),
+                    "cancel_reason",
+                    ("concurrency_key", "rate_limit_key"),
+                ),
+            },
+        ),
+    )
+    readonly_fields = (
+        "id",
+        "status_badge",
+        "workflow",
+        "version",
+        "custom_status_json",
+        "created_at",
+        "updated_at",
+        "wake_at",
+        "deadline",
+        "runs",
+        "priority",
+        "parent_link",
+        "schedule_link",
+        "scheduled_at",
+        "children",
+        "waits_list",
+        "input_json",
+        "output_json",
+        "error_summary",
+        "lease_owner",
+        "lease_until",
+        "cancel_requested",
+        "terminate_requested",
+        "cancel_reason",
+        "concurrency_key",
+        "rate_limit_key",
+    )
+
+    class Media:
+        css = {"all": ("django_workflows/admin.css",)}
+
+    # -- permissions: view only; the actions have their own ------------------------------------
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False  # Django's delete would bypass the client; the delete actions do not
+
+    def has_cancel_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("django_workflows.cancel_workflowinstance")
+
+    def has_terminate_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("django_workflows.terminate_workflowinstance")
+
+    def has_retry_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("django_workflows.retry_workflowinstance")
+
+    def has_workflow_delete_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("django_workflows.delete_workflowinstance")
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[WorkflowInstance]:
+        return super().get_queryset(request).using(database_alias())
+
+    # -- columns and fields --------------------------------------------------------------------
+
+    @admin.display(description="status", ordering="status")
+    def status_badge(self, obj: WorkflowInstance) -> SafeString:
+        return status_badge(obj.status)
+
+    @admin.display(description="custom status")
+    def custom_status_short(self, obj: WorkflowInstance) -> str:
+        if obj.custom_status is None:
+            return "-"
+        value = obj.custom_status
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        return Truncator(text).chars(40)
+
+    @admin.display(description="custom status")
+    def custom_status_json(self, obj: WorkflowInstance) -> SafeString:
+        return pretty_json(obj.custom_status)
+
+    @admin.display(description="input")
+    def input_json(self, obj: WorkflowInstance) -> SafeString:
+        return pretty_json(obj.input)
+
+    @admin.display(description="output")
+    def output_json(self, obj: WorkflowInstance) -> SafeString:
+        return pretty_json(obj.output)
+
+    @admin.display(description="error")
+    def error_summary(self, obj: WorkflowInstance) -> SafeString:
+        error = obj.error
+        if not isinstance(error, dict):
+            return pretty_json(error)
+        lines = [("Error", error)]
+        if isinstance(error.get("cause"), dict):
+            lines.append(("Cause", error["cause"]))
+        if isinstance(error.get("compensation"), dict):
+            lines.append(("Compensation error", error["compensation"]))
+        summary = format_html_join(
+            "",
+            '<p class="dw-error-line"><strong>{}:</strong> <code>{}</code> {}</p>',
+            ((label, e.get("name", "?"), e.get("message", "")) for label, e in lines),
+        )
+        return format_html("{}{}", summary, pretty_json(error))
+
+    @admin.display(description="parent")
+    def parent_link(self, obj: WorkflowInstance) -> SafeString | str:
+        if not obj.parent_id:
+            return "-"
+        return format_html(
+            '<a href="{}">{}</a>', change_url(WorkflowInstance, obj.parent_id), obj.parent_id
+        )
+
+    @admin.display(description="schedule")
+    def schedule_link(self, obj: WorkflowInstance) -> SafeString | str:
+        if not obj.schedule_id:
+            return "-"
+        return format_html(
+            '<a href="{}">{}</a> (<a href="{}">its instances</a>)',
+            change_url(WorkflowSchedule, obj.schedule_id),
+            obj.schedule_id,
+            changelist_url(WorkflowInstance, schedule_id=obj.schedule_id),
+        )
+
+    @admin.display(description="children")
+    def children(self, obj: WorkflowInstance) -> SafeString | str:
+        rows = list(
+            WorkflowInstance.objects.using(database_alias())
+            .filter(parent_id=obj.id)
+            .order_by("created_at", "id")
+            .values_list("id", "workflow", "status")[: CHILDREN_SHOWN + 1]
+        )
+        if not rows:
+            return "-"
+        items = format_html_join(
+            "",
+            '<li><a href="{}">{}</a> {} {}</li>',
+            (
+                (change_url(WorkflowInstance, id), id, workflow, status_badge(status))
+                for id, workflow, status in rows[:CHILDREN_SHOWN]
+            ),
+        )
+        more = ""
+        if len(rows) > CHILDREN_SHOWN:
+            more = format_html(
+                '<li><a href="{}">all of them</a></li>',
+                changelist_url(WorkflowInstance, parent_id=obj.id),
+            )
+        return format_html('<ul class="dw-list">{}{}</ul>', items, more)
+
+    @admin.display(description="waits for")
+    def waits_list(self, obj: WorkflowInstance) -> SafeString | str:
+        waits = list(obj.waits.all().values_list("signal", "key"))
+        if not waits:
+            return "-"
+        return format_html(
+            '<ul class="dw-list">{}</ul>',
+            format_html_join(
+                "",
+                '<li>signal <a href="{}"><code>{}</code></a>, key <code>{}</code></li>',
+                (
+                    (
+                        changelist_url(Signal, name=signal, **({"key": key} if key else {})),
+                        signal,
+                        key or "(none)",
+                    )
+                    for signal, key in waits
+                ),
+            ),
+        )
+
+    # -- the change page: timeline, journal table, action buttons ------------------------------
+
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        context = dict(extra_context or {})
+        obj = self.get_object(request, unquote(object_id))
+        if obj is not None:
+            entries = [(e.name, e.document) for e in obj.entries.all().order_by("id")]
+            context["timeline"] = build_timeline(obj, entries)
+            context["journal"] = [journal_row(name, doc) for name, doc in entries]
+            context["workflow_actions"] = self._buttons(request, obj)
+        return super().change_view(request, object_id, form_url, context)
+
+    def _buttons(self, request: HttpRequest, obj: WorkflowInstance) -> list[dict[str, str]]:
+        buttons = []
+        checks = {
+            "cancel": ("Cancel", self.has_cancel_permission, lambda o: cancel_refusal(o, False)),
+            "terminate": (
+                "Terminate",
+                self.has_terminate_permission,
+                lambda o: cancel_refusal(o, True),
+            ),
+            "retry": ("Retry", self.has_retry_permission, retry_refusal),
+            "delete": ("Delete", self.has_workflow_delete_permission, delete_refusal),
+            "force_delete": ("Force delete", self.has_workflow_delete_permission, force_refusal),
+        }
+        for name, (label, allowed, refusal) in checks.items():
+            if allowed(request) and refusal(obj) is None:
+                url = reverse(
+                    f"admin:django_workflows_workflowinstance_{name}", args=[quote(obj.pk)]
+                )
+                buttons.append({"name": name, "label": label, "url": url})
+        return buttons
+
+    def get_urls(self) -> list[Any]:
+        own = [
+            path(
+                f"<path:object_id>/{name}/",
+                self.admin_site.admin_view(self._button_view(name)),
+                name=f"django_workflows_workflowinstance_{name}",
+            )
+            for name in ACTIONS
+        ]
+        return own + super().get_urls()
+
+    def _button_view(self, name: str) -> Callable[..., HttpResponse]:
+        def view(request: HttpRequest, object_id: str) -> HttpResponse:
+            if request.method != "POST":
+                return HttpResponseNotAllowed(["POST"])
+            action, _, _ = self.get_actions(request).get(name, (None, None, None))
+            if action is None:  # not allowed for this user
+                raise PermissionDenied
+            queryset = self.get_queryset(request).filter(pk=unquote(object_id))
+            get_object_or_404(queryset)
+            action(self, request, queryset)
+            if queryset.exists():
+                return HttpResponseRedirect(change_url(WorkflowInstance, unquote(object_id)))
+            return HttpResponseRedirect(changelist_url(WorkflowInstance))
+
+        return view
+
+    # -- the actions ---------------------------------------------------------------------------
+
+    def get_actions(self, request: HttpRequest) -> dict[str, Any]:
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)
+        return actions
+
+    @admin.action(description="Cancel (runs compensations)", permissions=["cancel"])
+    def cancel(self, request: HttpRequest, queryset: QuerySet[WorkflowInstance]) -> None:
+        from ..client import cancel
+
+        why = admin_reason(request, "Cancelled")
+        outcome = apply(
+            queryset,
+            lambda row: cancel_refusal(row, False),
+            lambda row: cancel(row.id, why).accepted,
+        )
+        report(self, request, "Cancelled", outcome)
+
+    @admin.action(description="Terminate (no compensations)", permissions=["terminate"])
+    def terminate(self, request: HttpRequest, queryset: QuerySet[WorkflowInstance]) -> None:
+        from ..client import terminate
+
+        why = admin_reason(request, "Terminated")
+        outcome = apply(
+            queryset,
+            lambda row: cancel_refusal(row, True),
+            lambda row: terminate(row.id, why).accepted,
+        )
+        report(self, request, "Terminated", outcome)
+
+    @admin.action(description="Retry failed instances", permissions=["retry"])
+    def retry(self, request: HttpRequest, queryset: QuerySet[WorkflowInstance]) -> None:
+        from ..operations import retry
+
+        outcome = apply(queryset, retry_refusal, lambda row: bool(retry(row.id)))
+        report(self, request, "Retried", outcome)
+
+    @admin.action(description="Delete finished instances", permissions=["workflow_delete"])
+    def delete(self, request: HttpRequest, queryset: QuerySet[WorkflowInstance]) -> None:
+        from ..operations import delete
+
+        outcome = apply(queryset, delete_refusal, lambda row: delete(row.id))
+        report(self, request, "Deleted", outcome)
+
+    @admin.action(
+        description="Force delete (unfinished too, no compensations)",
+        permissions=["workflow_delete"],
+    )
+    def force_delete(self, request: HttpRequest, queryset: QuerySet[WorkflowInstance]) -> None:
+        from ..operations import delete
+
+        outcome = apply(queryset, force_refusal, lambda row: delete(row.id, force=True))
+        report(self, request, "Deleted", outcome)

@@ -1,0 +1,147 @@
+"""The actions: each calls the client per row, skips ineligible rows and says why."""
+
+from __future__ import annotations
+
+from django.contrib.admin.utils import quote
+from django.contrib.messages import get_messages
+from django.urls import reverse
+
+import django_workflows as wf
+from django_workflows.models import WorkflowInstance
+
+from .conftest import staff_user
+
+CHANGELIST = reverse("admin:django_workflows_workflowinstance_changelist")
+
+
+def act(client, action: str, *ids: str) -> list[str]:
+    response = client.post(
+        CHANGELIST, {"action": action, "_selected_action": list(ids)}, follow=True
+    )
+    assert response.status_code == 200
+    return [str(m) for m in get_messages(response.wsgi_request)] or [
+        str(m) for m in response.context["messages"]
+    ]
+
+
+def status(id: str) -> str | None:
+    found = wf.get_status(id)
+    return None if found is None else found.status
+
+
+def test_retry_retries_failed_instances_and_refuses_the_others(admin_client, instances, world):
+    [message] = act(admin_client, "retry", "declined", "paid", "order-no-stock")
+    assert message == (
+        "Retried 1 instance. Refused 2: order-no-stock ran its compensations: resuming it would "
+        "build on undone work. Start a new instance instead. paid is completed: only failed and "
+        "compensation_failed instances can be retried."
+    )
+    assert status("declined") == "pending"
+    assert status("paid") == "completed"
+
+
+def test_cancel_cancels_unfinished_instances(admin_client, instances, world):
+    [message] = act(admin_client, "cancel", "order-waiting", "paid")
+    assert message == (
+        "Cancelled 1 instance. Refused 1: paid is completed: only unfinished instances can be "
+        "cancelled."
+    )
+    row = WorkflowInstance.objects.get(id="order-waiting")
+    assert row.cancel_requested and row.cancel_reason == "Cancelled in the admin by admin."
+    wf.drain()
+    assert status("order-waiting") == "cancelled"
+    assert "order-waiting:$compensate:charge-payment" in world.refunds  # compensations ran
+
+
+def test_cancel_refuses_an_instance_being_cancelled(admin_client, instances):
+    wf.cancel("order-waiting", "by the customer")
+    [message] = act(admin_client, "cancel", "order-waiting")
+    assert message == "Cancelled 0 instances. Refused 1: order-waiting is being cancelled already."
+
+
+def test_terminate_stops_an_instance_without_compensations(admin_client, instances, world):
+    [message] = act(admin_client, "terminate", "order-waiting", "declined")
+    assert message.startswith("Terminated 1 instance. Refused 1: declined is failed")
+    wf.drain()
+    ended = wf.get_status("order-waiting")
+    assert ended.status == "cancelled" and ended.error["name"] == "WorkflowTerminatedError"
+    assert ended.error["message"] == "Terminated in the admin by admin."
+    assert not [key for key in world.refunds if key.startswith("order-waiting")]
+
+
+def test_delete_deletes_finished_instances_only(admin_client, instances):
+    [message] = act(admin_client, "delete", "paid", "declined", "order-waiting")
+    assert message == (
+        "Deleted 2 instances. Refused 1: order-waiting is suspended: delete an unfinished "
+        "instance with force delete."
+    )
+    assert status("paid") is None and status("declined") is None
+    assert status("order-waiting") == "suspended"
+
+
+def test_force_delete_deletes_unfinished_instances_too(admin_client, instances):
+    [message] = act(admin_client, "force_delete", "order-waiting", "paid")
+    assert message == "Deleted 2 instances."
+    assert not WorkflowInstance.objects.filter(id__in=["order-waiting", "paid"]).exists()
+
+
+def test_django_bulk_delete_is_not_offered(admin_client, instances):
+    response = admin_client.get(CHANGELIST)
+    offered = [name for name, _ in response.context["action_form"].fields["action"].choices]
+    assert offered == ["", "cancel", "terminate", "retry", "delete", "force_delete"]
+
+
+def test_a_staff_user_without_the_retry_permission_is_not_offered_retry(support_client, instances):
+    response = support_client.get(CHANGELIST)
+    offered = [name for name, _ in response.context["action_form"].fields["action"].choices]
+    assert offered == ["", "cancel"]
+    response = support_client.post(
+        CHANGELIST, {"action": "retry", "_selected_action": ["declined"]}, follow=True
+    )
+    assert status("declined") == "failed"
+    page = support_client.get(
+        reverse("admin:django_workflows_workflowinstance_change", args=["declined"])
+    )
+    assert [b["name"] for b in page.context["workflow_actions"]] == []  # a failed one: no cancel
+
+
+def test_each_permission_offers_its_own_action(client, instances):
+    for codename, actions in [
+        ("cancel_workflowinstance", ["cancel"]),
+        ("terminate_workflowinstance", ["terminate"]),
+        ("retry_workflowinstance", ["retry"]),
+        ("delete_workflowinstance", ["delete", "force_delete"]),
+    ]:
+        client.force_login(staff_user(f"only-{codename}", codename))
+        response = client.get(CHANGELIST)
+        offered = [name for name, _ in response.context["action_form"].fields["action"].choices]
+        assert offered == ["", *actions], codename
+
+
+def test_the_change_page_offers_the_actions_that_apply_as_buttons(admin_client, instances):
+    url = reverse("admin:django_workflows_workflowinstance_change", args=["declined"])
+    page = admin_client.get(url)
+    assert [b["name"] for b in page.context["workflow_actions"]] == [
+        "retry",
+        "delete",
+        "force_delete",
+    ]
+    retry = page.context["workflow_actions"][0]["url"]
+    assert admin_client.get(retry).status_code == 405
+    response = admin_client.post(retry, follow=True)
+    assert response.redirect_chain[-1][0] == url
+    assert [str(m) for m in response.context["messages"]] == ["Retried 1 instance."]
+    assert status("declined") == "pending"
+
+
+def test_a_button_refuses_a_user_without_its_permission(support_client, instances):
+    url = reverse("admin:django_workflows_workflowinstance_retry", args=[quote("declined")])
+    assert support_client.post(url).status_code == 403
+    assert status("declined") == "failed"
+
+
+def test_the_delete_button_returns_to_the_list(admin_client, instances):
+    url = reverse("admin:django_workflows_workflowinstance_delete", args=[quote("paid")])
+    response = admin_client.post(url, follow=True)
+    assert response.redirect_chain[-1][0] == CHANGELIST
+    assert [str(m) for m in response.context["messages"]] == ["Deleted 1 instance."]

@@ -1,0 +1,141 @@
+"""The admin in a real browser: Debian's chromium and chromedriver against the live server.
+
+CI installs them (`apt-get install chromium chromium-driver`); without them this test fails
+rather than skips, so a missing browser cannot pass unnoticed. It also takes the screenshot
+of an instance page that docs/reference/admin.md shows: written when it is missing, or
+replaced with UPDATE_SCREENSHOTS=1, so ordinary runs leave the working tree clean.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+import django_workflows as wf
+
+from .conftest import returned_order, staff_user
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "_static" / "admin-instance.png"
+FLAGS = [
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--window-size=1400,1000",
+]
+
+
+@pytest.fixture
+def browser(tmp_path):
+    missing = [p for p in (CHROMIUM, CHROMEDRIVER) if not Path(p).exists()]
+    if missing:
+        pytest.fail(
+            f"The browser test needs Debian's chromium and chromedriver; missing: "
+            f"{', '.join(missing)}. Install them with `apt-get install chromium chromium-driver`."
+        )
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+    except ImportError:
+        pytest.fail("The browser test needs selenium: pip install -e '.[dev]'.")
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in [*FLAGS, f"--user-data-dir={tmp_path / 'chromium-profile'}"]:
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver.implicitly_wait(5)
+    yield driver
+    driver.quit()
+    shutil.rmtree(tmp_path / "chromium-profile", ignore_errors=True)
+
+
+def log_in(browser, live_server, username: str, password: str) -> None:
+    from selenium.webdriver.common.by import By
+
+    browser.delete_all_cookies()
+    browser.get(f"{live_server.url}/admin/login/")
+    browser.find_element(By.NAME, "username").send_keys(username)
+    browser.find_element(By.NAME, "password").send_keys(password)
+    browser.find_element(By.CSS_SELECTOR, "input[type=submit]").click()
+    assert browser.find_element(By.ID, "user-tools").is_displayed()
+
+
+def test_support_finds_a_failed_instance_sees_its_journal_and_retries_it(
+    browser, live_server, workflow_clock, world, django_user_model, tmp_path
+):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    wf.start("flaky", {"user_id": "u_declined"}, id="order-declined")
+    wf.start("flaky", {}, id="order-paid")
+    wf.drain()
+    order_id = returned_order(workflow_clock, world)
+    django_user_model.objects.create_superuser("admin", "admin@example.com", "admin-password")
+
+    log_in(browser, live_server, "admin", "admin-password")
+    browser.get(f"{live_server.url}/admin/django_workflows/workflowinstance/")
+    browser.find_element(By.CSS_SELECTOR, 'a[href="?status__exact=failed"]').click()
+    rows = browser.find_elements(By.CSS_SELECTOR, "#result_list tbody tr")
+    assert [r.find_element(By.CSS_SELECTOR, "th a").text for r in rows] == ["order-declined"]
+
+    browser.find_element(By.LINK_TEXT, "order-declined").click()
+    timeline = browser.find_element(By.ID, "journal-timeline")
+    assert timeline.is_displayed()
+    bar = browser.find_element(By.CSS_SELECTOR, '.dw-row[data-entry="call"] .dw-bar')
+    assert bar.is_displayed() and bar.size["width"] >= 3
+    assert (
+        "NonRetryableStepError"
+        in browser.find_element(By.ID, "journal-table").find_element(By.XPATH, "..").text
+    )
+
+    browser.back()
+    browser.find_element(
+        By.CSS_SELECTOR, 'input[name="_selected_action"][value="order-declined"]'
+    ).click()
+    Select(browser.find_element(By.NAME, "action")).select_by_value("retry")
+    browser.find_element(By.CSS_SELECTOR, "button[name=index]").click()
+    message = browser.find_element(By.CSS_SELECTOR, "ul.messagelist li").text
+    assert message == "Retried 1 instance."
+    assert wf.get_status("order-declined").status == "pending"
+
+    # The picture for the docs: an order whose undo gave up, after a two-day wait.
+    browser.get(f"{live_server.url}/admin/django_workflows/workflowinstance/{order_id}/change/")
+    rows = browser.find_elements(By.CSS_SELECTOR, ".dw-timeline .dw-row[data-entry]")
+    assert len(rows) == 4
+    for bar in browser.find_elements(By.CSS_SELECTOR, ".dw-timeline .dw-bar"):
+        assert bar.size["width"] >= 3  # even a two-second step on a two-day axis
+    height = browser.execute_script("return document.documentElement.scrollHeight")
+    browser.set_window_size(1400, min(max(height, 900), 4000))
+    assert browser.save_screenshot(str(tmp_path / "admin-instance.png"))
+    if os.environ.get("UPDATE_SCREENSHOTS") == "1" or not SCREENSHOT.exists():
+        SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(tmp_path / "admin-instance.png", SCREENSHOT)
+
+
+def test_a_staff_user_without_the_retry_permission_is_not_offered_the_action(
+    browser, live_server, workflow_clock, world
+):
+    from selenium.webdriver.common.by import By
+
+    wf.start("flaky", {"user_id": "u_declined"}, id="order-declined")
+    wf.drain()
+    staff_user("support", "cancel_workflowinstance", password="support-password")
+
+    log_in(browser, live_server, "support", "support-password")
+    browser.get(f"{live_server.url}/admin/django_workflows/workflowinstance/?status__exact=failed")
+    options = browser.find_elements(By.CSS_SELECTOR, 'select[name="action"] option')
+    assert [o.get_attribute("value") for o in options] == ["", "cancel"]
+    browser.find_element(By.LINK_TEXT, "order-declined").click()
+    assert browser.find_element(By.ID, "journal-timeline").is_displayed()
+    assert not browser.find_elements(By.CSS_SELECTOR, "button.dw-action")

@@ -1,0 +1,224 @@
+"""purge(): the reference's "Purge finished instances" and the store contract's `purge`."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from django.core.management import CommandError, call_command
+
+import django_workflows as wf
+from django_workflows.models import JournalEntry, Signal, WorkflowInstance
+from django_workflows.results import PurgeResult
+
+pytestmark = pytest.mark.django_db
+
+
+def completed(id: str) -> None:
+    wf.start("ops-two-steps", {}, id=id)
+    wf.drain()
+    assert wf.get_status(id).status == "completed"
+
+
+def exists(id: str) -> bool:
+    return WorkflowInstance.objects.filter(pk=id).exists()
+
+
+def test_purge_deletes_finished_instances_older_than_the_cutoff_with_their_journals(
+    workflow_clock, world
+):
+    completed("old")
+    workflow_clock.advance("31d")
+    completed("recent")
+    result = wf.purge(older_than="30d")
+    assert result.instances == 1
+    assert not exists("old") and not JournalEntry.objects.filter(instance_id="old").exists()
+    assert exists("recent")
+
+
+def test_purge_goes_by_updated_at_not_created_at(workflow_clock, world):
+    wf.start("wait-once", {"key": "k"}, id="late")  # created 40 days ago, ended 10 days ago
+    wf.drain()
+    workflow_clock.advance("30d")
+    wf.signal("ping", {}, key="k")
+    wf.drain()
+    assert wf.get_status("late").status == "completed"
+    workflow_clock.advance("10d")
+    assert wf.purge(older_than="20d").instances == 0
+    assert exists("late")
+    assert wf.purge(older_than="5d").instances == 1
+    assert not exists("late")
+
+
+def test_purge_deletes_completed_failed_and_cancelled_by_default(workflow_clock, world):
+    completed("c")
+    world.failures["charge"] = 1
+    wf.start("ops-two-steps", {}, id="f")
+    wf.start("wait-once", {"key": "k"}, id="x")
+    wf.drain()
+    wf.cancel("x")
+    wf.drain()
+    assert [wf.get_status(i).status for i in "cfx"] == ["completed", "failed", "cancelled"]
+    workflow_clock.advance("31d")
+    assert wf.purge(older_than="30d").instances == 3
+    assert not any(exists(i) for i in "cfx")
+
+
+def test_purge_keeps_compensation_failed_unless_listed(workflow_clock, world):
+    world.failures["refund"] = 1000
+    wf.start("ops-undo", {"fail": True}, id="cf")
+    wf.drain()
+    assert wf.get_status("cf").status == "compensation_failed"
+    workflow_clock.advance("31d")
+    assert wf.purge(older_than="30d").instances == 0
+    assert exists("cf")
+    assert wf.purge(older_than="30d", status=["compensation_failed"]).instances == 1
+    assert not exists("cf")
+
+
+def test_purge_deletes_only_the_listed_statuses(workflow_clock, world):
+    completed("c")
+    world.failures["charge"] = 1
+    wf.start("ops-two-steps", {}, id="f")
+    wf.drain()
+    workflow_clock.advance("31d")
+    assert wf.purge(older_than="30d", status="failed").instances == 1
+    assert exists("c") and not exists("f")
+
+
+def test_purge_leaves_unfinished_instances_however_old(workflow_clock, world):
+    wf.start("wait-once", {"key": "k"}, id="suspended")
+    wf.drain()
+    wf.start("wait-once", {"key": "k"}, id="pending")
+    workflow_clock.advance("100d")
+    result = wf.purge(
+        older_than="30d", status=["completed", "failed", "cancelled", "compensation_failed"]
+    )
+    assert result.instances == 0
+    assert exists("suspended") and exists("pending")
+
+
+def test_purge_deletes_in_batches_until_none_is_left(workflow_clock, world):
+    for i in range(5):
+        completed(f"old-{i}")
+    workflow_clock.advance("31d")
+    completed("recent")
+    result = wf.purge(older_than="30d", batch_size=2)
+    assert result.instances == 5
+    assert WorkflowInstance.objects.filter(pk__startswith="old-").count() == 0
+    assert exists("recent")
+    assert wf.purge(older_than="30d", batch_size=2).instances == 0
+
+
+def test_purge_deletes_signals_no_unfinished_instance_can_take_but_keeps_the_newest(
+    workflow_clock, world
+):
+    first = wf.signal("ops-purge-a", {"n": 1}).signal_id
+    second = wf.signal("ops-purge-a", {"n": 2}).signal_id
+    third = wf.signal("ops-purge-a", {"n": 3}).signal_id
+    workflow_clock.advance("31d")
+    result = wf.purge(older_than="30d")
+    assert result.signals >= 2
+    remaining = set(
+        Signal.objects.filter(id__in=[first, second, third]).values_list("id", flat=True)
+    )
+    assert remaining == {third}  # the newest stays
+    assert Signal.objects.order_by("-id").first().id == third
+
+
+def test_purge_keeps_signals_an_unfinished_instance_started_before(workflow_clock, world):
+    old = [wf.signal("ops-purge-b", {"n": n}).signal_id for n in range(2)]
+    wf.start("wait-once", {"signal": "ops-purge-never", "key": "k"}, id="waiting")
+    wf.drain()
+    later = [wf.signal("ops-purge-b", {"n": n}).signal_id for n in range(2, 5)]
+    workflow_clock.advance("31d")
+    result = wf.purge(older_than="30d")
+    kept = set(Signal.objects.filter(id__in=old + later).values_list("id", flat=True))
+    assert kept == set(later)  # the waiting instance could still take these
+    assert result.signals >= 2
+    # Once that instance ends, they can go too, except the newest.
+    wf.delete("waiting", force=True)
+    wf.purge(older_than="30d")
+    assert set(Signal.objects.filter(id__in=old + later).values_list("id", flat=True)) == {
+        later[-1]
+    }
+
+
+def test_purge_keeps_signals_younger_than_the_cutoff(workflow_clock, world):
+    old = wf.signal("ops-purge-c", {}).signal_id
+    workflow_clock.advance("31d")
+    recent = [wf.signal("ops-purge-c", {}).signal_id for _ in range(3)]
+    wf.purge(older_than="30d")
+    assert set(Signal.objects.filter(id__in=[old, *recent]).values_list("id", flat=True)) == set(
+        recent
+    )
+
+
+def test_purge_returns_the_counts_of_instances_signals_and_rate_limit_windows(
+    workflow_clock, world
+):
+    for i in range(3):
+        completed(f"old-{i}")
+    Signal.objects.all().delete()
+    for _ in range(4):
+        wf.signal("ops-purge-d", {})
+    workflow_clock.advance("31d")
+    result = wf.purge(older_than="30d", batch_size=2)
+    assert isinstance(result, PurgeResult)
+    assert (result.instances, result.signals, result.rate_limits) == (3, 3, 0)
+
+
+@pytest.mark.parametrize("status", ["running", "pending", "suspended", "compensating", "bogus"])
+def test_purge_refuses_a_status_that_is_not_finished(status):
+    with pytest.raises(ValueError):
+        wf.purge(older_than="30d", status=status)
+
+
+def test_purge_refuses_an_empty_status_list():
+    with pytest.raises(ValueError):
+        wf.purge(older_than="30d", status=[])
+
+
+@pytest.mark.parametrize("older_than", ["soon", "-1d", None, -5])
+def test_purge_refuses_a_bad_older_than(older_than):
+    with pytest.raises(ValueError):
+        wf.purge(older_than=older_than)
+
+
+@pytest.mark.parametrize("batch_size", [0, -1])
+def test_purge_refuses_a_bad_batch_size(batch_size):
+    with pytest.raises(ValueError):
+        wf.purge(older_than="30d", batch_size=batch_size)
+
+
+def test_purgeworkflows_command_prints_the_counts(workflow_clock, world):
+    completed("old")
+    Signal.objects.all().delete()
+    wf.signal("ops-purge-e", {})
+    wf.signal("ops-purge-e", {})
+    workflow_clock.advance("31d")
+    completed("recent")
+    out = io.StringIO()
+    call_command("purgeworkflows", "--older-than", "30d", stdout=out)
+    assert out.getvalue().strip() == (
+        "Purged 1 instance(s), 1 signal(s) and 0 rate-limit window(s)."
+    )
+    assert not exists("old") and exists("recent")
+
+
+def test_purgeworkflows_command_takes_statuses(workflow_clock, world):
+    world.failures["refund"] = 1000
+    wf.start("ops-undo", {"fail": True}, id="cf")
+    wf.drain()
+    workflow_clock.advance("31d")
+    out = io.StringIO()
+    call_command(
+        "purgeworkflows", "--older-than", "30d", "--status", "compensation_failed", stdout=out
+    )
+    assert "Purged 1 instance(s)" in out.getvalue()
+    assert not exists("cf")
+
+
+def test_purgeworkflows_command_refuses_a_bad_older_than():
+    with pytest.raises(CommandError):
+        call_command("purgeworkflows", "--older-than", "soon", stdout=io.StringIO())
