@@ -177,6 +177,17 @@ def claim(
     )
     due = Q(wake_at__lte=now) & (Q(lease_until__isnull=True) | Q(lease_until__lt=now))
     with transaction.atomic(using=using):
+        fast = vendor.claim_in_one_statement(
+            using,
+            owner=owner,
+            token=token,
+            now=now,
+            lease_until=lease_until,
+            limit=limit,
+            workflows=workflows,
+        )
+        if fast is not NotImplemented:
+            return Claim(fast[0], fast[1], _journals(using, fast[0]))
         candidates = (
             WorkflowInstance.objects.using(using)
             .filter(due, of_workflows)
@@ -205,13 +216,20 @@ def claim(
             .filter(lease_token=token, pk__in=ids)
             .order_by("priority", "wake_at", "created_at", "id")
         )
-        resumed = [instance.pk for instance in claimed if instance.runs > 1]
-        journals: dict[str, list[tuple[str, dict[str, Any]]]] = {}
-        if resumed:
-            rows = JournalEntry.objects.using(using).filter(instance_id__in=resumed).order_by("id")
-            for instance_id, name, document in rows.values_list("instance_id", "name", "document"):
-                journals.setdefault(instance_id, []).append((name, document))
-        return Claim(claimed, last_signal_id(using), journals)
+        return Claim(claimed, last_signal_id(using), _journals(using, claimed))
+
+
+def _journals(
+    using: str, claimed: list[WorkflowInstance]
+) -> dict[str, list[tuple[str, dict[str, Any]]]]:
+    """The journals of the claimed instances that ran before (a first execution has none)."""
+    resumed = [instance.pk for instance in claimed if instance.runs > 1]
+    journals: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    if resumed:
+        rows = JournalEntry.objects.using(using).filter(instance_id__in=resumed).order_by("id")
+        for instance_id, name, document in rows.values_list("instance_id", "name", "document"):
+            journals.setdefault(instance_id, []).append((name, document))
+    return journals
 
 
 @vendor.retries_deadlocks

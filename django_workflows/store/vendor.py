@@ -268,3 +268,47 @@ def write_in_one_statement(using: str, id: str, token: str, write: Any) -> Any:
 
 
 _UNSET: Any = object()
+
+
+def claim_in_one_statement(
+    using: str,
+    *,
+    owner: str,
+    token: str,
+    now: Any,
+    lease_until: Any,
+    limit: int,
+    workflows: list[tuple[str, int]],
+) -> Any:
+    """On PostgreSQL, a claim as one statement: pick the due candidates FOR UPDATE SKIP LOCKED,
+    lease them, and return them with the last signal id. NotImplemented elsewhere.
+
+    The last signal id comes from the statement's snapshot: a signal committed after it has a
+    higher id, and the release's check for signals above the cursor catches it.
+    """
+    from ..models import Signal, Status, WorkflowInstance
+
+    if connections[using].vendor != "postgresql":
+        return NotImplemented
+    instances = WorkflowInstance._meta.db_table
+    signals = Signal._meta.db_table
+    columns = ", ".join(f"i.{field.column}" for field in WorkflowInstance._meta.concrete_fields)
+    pairs = " OR ".join("(workflow = %s AND version = %s)" for _ in workflows)
+    sql = (
+        f"WITH picked AS (SELECT id FROM {instances} "
+        f"WHERE wake_at <= %s AND (lease_until IS NULL OR lease_until < %s) AND ({pairs}) "
+        f"ORDER BY priority, wake_at, created_at, id LIMIT %s FOR UPDATE SKIP LOCKED) "
+        f"UPDATE {instances} AS i SET lease_token = %s, lease_owner = %s, lease_until = %s, "
+        f"runs = i.runs + 1, updated_at = %s, "
+        f"status = CASE WHEN i.status = %s THEN i.status ELSE %s END "
+        f"FROM picked WHERE i.id = picked.id "
+        f"RETURNING {columns}, (SELECT COALESCE(MAX(id), 0) FROM {signals}) AS last_signal_id"
+    )
+    params: list[Any] = [now, now]
+    for name, version in workflows:
+        params += [name, version]
+    params += [limit, token, owner, lease_until, now, Status.COMPENSATING, Status.RUNNING]
+    claimed = list(WorkflowInstance.objects.using(using).raw(sql, params))
+    claimed.sort(key=lambda i: (i.priority, i.wake_at, i.created_at, i.id))
+    last = getattr(claimed[0], "last_signal_id", 0) if claimed else 0
+    return claimed, last
