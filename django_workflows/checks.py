@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import django
 from django.conf import settings
-from django.core.checks import Error, Tags, register
+from django.core.checks import Error, Tags, Warning, register
 from django.db import connections
 
 from .conf import get_settings
@@ -69,6 +70,18 @@ def check_database(app_configs: Any = None, databases: Any = None, **kwargs: Any
                     f"The workflow database {alias!r} runs transactions at {level.upper()}: the "
                     f"store relies on READ COMMITTED, PostgreSQL's default.",
                     id="django_workflows.E004",
+                )
+            )
+    elif connection.vendor == "sqlite":
+        mode = connection.settings_dict.get("OPTIONS", {}).get("transaction_mode")
+        if django.VERSION >= (5, 1) and mode != "IMMEDIATE":
+            problems.append(
+                Warning(
+                    f"The workflow database {alias!r} is SQLite without "
+                    f'OPTIONS["transaction_mode"] = "IMMEDIATE": the worker\'s threads can then fail '
+                    f'with "database is locked" when two of them upgrade a read to a write at once.',
+                    hint='Set "OPTIONS": {"transaction_mode": "IMMEDIATE", "timeout": 20}.',
+                    id="django_workflows.W001",
                 )
             )
     elif connection.vendor == "mysql":

@@ -272,8 +272,11 @@ class Worker:
         # Each pool thread closes its connection before the pool lets it go.
         # (A barrier spreads the closers over every thread; one still busy keeps its own.)
         meet = threading.Barrier(self.concurrency)
-        idle = [pool.submit(_close_connections, meet) for _ in range(self.concurrency)]
-        wait(idle, timeout=2)
+        try:
+            idle = [pool.submit(_close_connections, meet) for _ in range(self.concurrency)]
+            wait(idle, timeout=2)
+        except RuntimeError:  # the interpreter is exiting: its threads and connections go with it
+            pass
         pool.shutdown(wait=False, cancel_futures=True)
         logger.info("Worker %s stopped.", self.id)
 

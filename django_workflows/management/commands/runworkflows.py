@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import atexit
 import logging
 import os
 import signal
@@ -82,6 +83,14 @@ class Command(BaseCommand):
             stopped.wait(worker.shutdown_timeout.total_seconds() + 1)
 
         autoreload.file_changed.connect(on_change, weak=False)
+
+        def on_exit() -> None:
+            # Ctrl-C or SIGTERM end the reloader's main thread; before the interpreter stops
+            # this daemon thread, let the worker hand its instances back.
+            worker.stop()
+            stopped.wait(worker.shutdown_timeout.total_seconds() + 1)
+
+        atexit.register(on_exit)
         try:
             worker.run()
         finally:
