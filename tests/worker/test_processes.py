@@ -117,3 +117,26 @@ def test_three_processes_share_thirty_orders_and_survive_a_sigkill():
                 ended = before.finished if before.finished is not None else killed_at
                 assert ended <= after.started, (n, before.pid, after.pid)
     assert len({run.pid for run in StepRun.objects.all()}) >= 2
+
+
+def test_a_start_in_another_process_wakes_a_postgresql_worker_at_once():
+    if connection.vendor != "postgresql":
+        pytest.skip(f"{connection.vendor}: workers in other processes find new work at their poll")
+    worker = spawn("--poll-interval", "60s", "--lease-duration", "30s")
+    try:
+        time.sleep(3)  # let the worker start up, claim nothing, and LISTEN
+        started = time.monotonic()
+        wf.start("process-order", {"seconds": 0}, id="woken")
+        wait_for(
+            lambda: WorkflowInstance.objects.get(pk="woken").status == "completed",
+            timeout=20,
+            what="the instance to complete",
+        )
+        # Well under the 60-second poll: the NOTIFY of the committed start() woke it.
+        assert time.monotonic() - started < 10
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        try:
+            worker.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            worker.kill()
