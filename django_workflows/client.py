@@ -345,30 +345,31 @@ def result(id: str, *, timeout: Duration | None = None, using: str | None = None
     limit = None if timeout is None else parse_duration(timeout, "timeout").total_seconds()
     started = time.monotonic()
     pause = 0.02
-    while True:
-        row = store.get_instance(using, id)
-        if row is None:
-            raise WorkflowNotFoundError(f"No workflow instance has the id {id!r}.")
-        if row.status == Status.COMPLETED:
-            return row.output
-        if row.status in _FAILED_ENDS:
-            error = row.error or {}
-            raise WorkflowFailedError(
-                f"Instance {id!r} ended {row.status}: {error.get('message', '')}",
-                instance_id=id,
-                status=row.status,
-                cause=error,
-            )
-        waited = time.monotonic() - started
-        if limit is not None and waited >= limit:
-            raise WorkflowResultTimeoutError(
-                f"Instance {id!r} did not end within {limit:g}s; it keeps running.",
-                instance_id=id,
-                timeout=limit,
-            )
-        sleep = pause if limit is None else min(pause, limit - waited)
-        wakeups.wait_for_end(id, sleep)
-        pause = min(pause * 2, 1.0)
+    with wakeups.ends_listener(using) as listen:
+        while True:
+            row = store.get_instance(using, id)
+            if row is None:
+                raise WorkflowNotFoundError(f"No workflow instance has the id {id!r}.")
+            if row.status == Status.COMPLETED:
+                return row.output
+            if row.status in _FAILED_ENDS:
+                error = row.error or {}
+                raise WorkflowFailedError(
+                    f"Instance {id!r} ended {row.status}: {error.get('message', '')}",
+                    instance_id=id,
+                    status=row.status,
+                    cause=error,
+                )
+            waited = time.monotonic() - started
+            if limit is not None and waited >= limit:
+                raise WorkflowResultTimeoutError(
+                    f"Instance {id!r} did not end within {limit:g}s; it keeps running.",
+                    instance_id=id,
+                    timeout=limit,
+                )
+            listen()  # from the first wait on: on PostgreSQL, a NOTIFY at its end wakes it
+            wakeups.wait_for_end(id, pause if limit is None else min(pause, limit - waited))
+            pause = min(pause * 2, 1.0)
 
 
 def start_and_wait(

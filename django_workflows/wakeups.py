@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import weakref
+from collections.abc import Callable, Iterator
 from typing import Any
 
 _events: weakref.WeakSet[threading.Event] = weakref.WeakSet()
@@ -76,3 +78,61 @@ def instance_ended(instance_id: str) -> None:
         event = _ended.get(instance_id)
     if event is not None:
         event.set()
+
+
+_listeners: dict[str, tuple[threading.Event, int]] = {}
+
+
+def listen_for_ends(using: str) -> None:
+    """While result() calls wait in this process, on PostgreSQL, one thread per database wakes
+    them when any process ends an instance (NOTIFY at the final write's commit). Pair every
+    call with stop_listening_for_ends(): the last one closes the listening connection."""
+    from django.db import connections
+
+    from .store import vendor
+
+    if connections[using].vendor != "postgresql":
+        return
+    with _lock:
+        stop, waiting = _listeners.get(using, (None, 0))
+        if stop is not None:
+            _listeners[using] = (stop, waiting + 1)
+            return
+        stop = threading.Event()
+        _listeners[using] = (stop, 1)
+    threading.Thread(
+        target=vendor.listen,
+        args=(using, instance_ended, stop, vendor.ENDED_CHANNEL),
+        name=f"django_workflows result listener ({using})",
+        daemon=True,
+    ).start()
+
+
+def stop_listening_for_ends(using: str) -> None:
+    with _lock:
+        stop, waiting = _listeners.get(using, (None, 0))
+        if stop is None:
+            return
+        if waiting > 1:
+            _listeners[using] = (stop, waiting - 1)
+            return
+        del _listeners[using]
+    stop.set()
+
+
+@contextlib.contextmanager
+def ends_listener(using: str) -> Iterator[Callable[[], None]]:
+    """A function that starts listening for ends (once); stops listening on exit if it did."""
+    started = False
+
+    def listen() -> None:
+        nonlocal started
+        if not started:
+            listen_for_ends(using)
+            started = True
+
+    try:
+        yield listen
+    finally:
+        if started:
+            stop_listening_for_ends(using)

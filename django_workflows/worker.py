@@ -151,7 +151,7 @@ class Worker:
         if vendor == "postgresql":
             listener = threading.Thread(
                 target=store_vendor.listen,
-                args=(self.using, self._wake.set, self._stopping),
+                args=(self.using, lambda payload: self._wake.set(), self._stopping),
                 name=f"{self.id} listener",
                 daemon=True,
             )

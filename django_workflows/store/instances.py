@@ -317,6 +317,8 @@ def write(using: str, id: str, token: str, write: InstanceWrite) -> LeaseFlags |
             if set(changes) - {"lease_until"}:
                 changes["updated_at"] = write.now
             held.update(**changes)
+        if changes.get("status") in FINISHED:
+            vendor.notify_ended(using, id)
         return LeaseFlags(cancel_requested, terminate_requested, reason)
 
 

@@ -124,8 +124,24 @@ def notify(using: str) -> None:
             cursor.execute("SELECT pg_notify(%s, '')", [NOTIFY_CHANNEL])
 
 
-def listen(using: str, wake: Callable[[], None], stop: threading.Event) -> None:
-    """On PostgreSQL, call `wake` for every NOTIFY of start() and signal() until `stop` is set.
+ENDED_CHANNEL = "django_workflows_ended"
+
+
+def notify_ended(using: str, instance_id: str) -> None:
+    """On PostgreSQL, tell result() waiting in other processes that the instance ended."""
+    connection = connections[using]
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_notify(%s, %s)", [ENDED_CHANNEL, instance_id])
+
+
+def listen(
+    using: str,
+    wake: Callable[[str], None],
+    stop: threading.Event,
+    channel: str = NOTIFY_CHANNEL,
+) -> None:
+    """On PostgreSQL, call `wake(payload)` for every NOTIFY on `channel` until `stop` is set.
 
     Runs on a connection of its own, outside Django's, in autocommit mode.
     """
@@ -137,10 +153,10 @@ def listen(using: str, wake: Callable[[], None], stop: threading.Event) -> None:
             raw = connection.get_new_connection(connection.get_connection_params())
             try:
                 raw.autocommit = True
-                raw.execute(f"LISTEN {NOTIFY_CHANNEL}")
+                raw.execute(f"LISTEN {channel}")
                 while not stop.is_set():
-                    for _ in raw.notifies(timeout=1.0):
-                        wake()
+                    for notify in raw.notifies(timeout=1.0):
+                        wake(notify.payload)
             finally:
                 raw.close()
         except Exception:
@@ -261,10 +277,15 @@ def write_in_one_statement(using: str, id: str, token: str, write: Any) -> Any:
             f"FROM held WHERE i.id = held.id RETURNING 1)"
         )
         params += values
-    parts.append(" SELECT cancel_requested, terminate_requested, cancel_reason FROM held")
+    select = " SELECT cancel_requested, terminate_requested, cancel_reason"
+    if changes.get("status") in FINISHED:  # result() in other processes wakes at the commit
+        select += ", pg_notify(%s, held.id)"
+        params.append(ENDED_CHANNEL)
+    parts.append(select + " FROM held")
     with connections[using].cursor() as cursor:
         cursor.execute("".join(parts), params)
-        return cursor.fetchone()
+        row = cursor.fetchone()
+        return None if row is None else row[:3]
 
 
 _UNSET: Any = object()
