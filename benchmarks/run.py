@@ -1,6 +1,7 @@
 """Throughput and wake-up latency of django-workflows on one database.
 
     python benchmarks/run.py --db postgres --workflows 2000 --steps 3 --concurrency 10 [--processes 1]
+    python benchmarks/run.py --db postgres --workflows 2000 --steps 3 --processes 2 --compare-processes
 
 1. Drops and re-creates the benchmark database (`workflows_bench`, see benchmarks/settings.py)
    and migrates it.
@@ -14,10 +15,19 @@
 4. On PostgreSQL, the committed transactions of the benchmark database
    (`pg_stat_database.xact_commit`) over the start phase and over the drain phase, per workflow
    and per step. The script's own reads of the database during the drain are counted and taken
-   off.
+   off. The count is the server's: it includes the empty transaction in which a backend that
+   LISTENs (one per worker process) reads the notification queue each time it is woken by a
+   NOTIFY (the final write of every instance notifies the end), which is why it varies a little
+   from run to run and grows with the number of processes.
+   On MariaDB/MySQL, the server-wide `Com_commit` (explicit COMMITs: the store's multi-statement
+   transactions) and `Handler_commit` (storage-engine commits, autocommit statements included,
+   read-only ones too) over the same phases; nothing else should use the server meanwhile.
 5. Wake-up latency: with the workers idle, starts one-step instances one at a time from this
    process and measures from the committed `start()` to the first step's `started_at` in the
    worker process (median, p95), at the worker's default poll interval unless --poll-interval.
+
+With --compare-processes (and --processes P > 1), steps 1-4 run twice on a fresh database,
+first with one process and then with P, and the ratio of the two drain rates is printed.
 
 Figures are printed; nothing is asserted.
 """
@@ -50,6 +60,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--processes", type=int, default=1, help="P runworkflows processes")
     parser.add_argument(
         "--in-process", action="store_true", help="Worker(...).run() here instead of processes"
+    )
+    parser.add_argument(
+        "--compare-processes",
+        action="store_true",
+        help="measure the drain with one process first, then with --processes, and the ratio",
     )
     parser.add_argument("--latency-samples", type=int, default=30)
     parser.add_argument(
@@ -126,6 +141,32 @@ def xact_commit(vendor: str) -> int | None:
             [settings.DATABASES["default"]["NAME"]],
         ).fetchone()
     return int(row[0])
+
+
+MYSQL_COUNTERS = ("Com_commit", "Handler_commit")
+
+
+def mysql_commits(vendor: str) -> dict[str, int] | None:
+    """The server-wide commit counters of MariaDB/MySQL (None elsewhere), from a connection of
+    its own; reading them commits nothing."""
+    if vendor != "mysql":
+        return None
+    import MySQLdb
+    from django.conf import settings
+
+    database = settings.DATABASES["default"]
+    conn = MySQLdb.connect(
+        host=database["HOST"],
+        port=int(database["PORT"]),
+        user=database["USER"],
+        password=database["PASSWORD"],
+    )
+    try:
+        cursor = conn.cursor()
+        cursor.execute("SHOW GLOBAL STATUS WHERE Variable_name IN (%s, %s)", list(MYSQL_COUNTERS))
+        return {name: int(value) for name, value in cursor.fetchall()}
+    finally:
+        conn.close()
 
 
 def settle_stats(vendor: str) -> None:
@@ -282,8 +323,98 @@ def percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
 
 
+def prepare_database(args: argparse.Namespace) -> None:
+    """Drop, re-create and migrate the benchmark database (Django's connections closed first)."""
+    from django.core.management import call_command
+    from django.db import connections
+
+    connections.close_all()
+    recreate_database(args.db)
+    call_command("migrate", verbosity=0)
+    settle_stats(args.db)
+
+
+def measure(args: argparse.Namespace, env: dict[str, str], processes: int) -> dict[str, float]:
+    """Start N instances, drain them with `processes` workers, print and return the figures."""
+    args = argparse.Namespace(**{**vars(args), "processes": processes})
+    print(
+        f"run: {args.workflows} workflows x {args.steps} steps, concurrency {args.concurrency}, "
+        f"{'in-process Worker' if args.in_process else f'{processes} runworkflows process(es)'}"
+    )
+    before_start = xact_commit(args.db)
+    mysql_before_start = mysql_commits(args.db)
+    start_seconds = start_phase(args)
+    settle_stats(args.db)
+    after_start = xact_commit(args.db)
+    mysql_after_start = mysql_commits(args.db)
+    print(
+        f"start(): {args.workflows} in {start_seconds:.2f}s = "
+        f"{args.workflows / start_seconds:.0f} starts/s"
+    )
+
+    workers = Workers(args, env)
+    launched = time.perf_counter()
+    workers.start()
+    try:
+        _, polls = wait_until_completed(args, workers, args.workflows)
+        wall = time.perf_counter() - launched
+        window = active_window()
+    finally:
+        workers.stop()  # exiting backends flush their statistics
+    settle_stats(args.db)
+    after_drain = xact_commit(args.db)
+    mysql_after_drain = mysql_commits(args.db)
+    steps = args.workflows * args.steps
+    print(
+        f"drain (wall, worker start-up included): {wall:.2f}s = "
+        f"{args.workflows / wall:.0f} workflows/s, {steps / wall:.0f} steps/s"
+    )
+    print(
+        f"drain (active window, first step to last completion): {window:.2f}s = "
+        f"{args.workflows / window:.0f} workflows/s, {steps / window:.0f} steps/s"
+    )
+
+    if before_start is not None and after_start is not None and after_drain is not None:
+        started = after_start - before_start
+        # this script's own reads during the drain: the polls, the window's 2 and settle's none
+        drained = after_drain - after_start - polls - 2
+        total = started + drained
+        print(
+            f"transactions (pg_stat_database.xact_commit): start phase {started} "
+            f"({started / args.workflows:.2f}/workflow); drain phase {drained} "
+            f"({drained / args.workflows:.2f}/workflow, {drained / steps:.2f}/step); "
+            f"total {total / args.workflows:.2f}/workflow, {total / steps:.2f}/step"
+        )
+        print(
+            "  (the drain phase includes the workers' idle polls between the last completion "
+            "and their shutdown, about one claim per process per poll interval, and the empty "
+            "transactions of the LISTEN backends woken by the end-of-instance NOTIFYs: up to one "
+            "per process per instance, fewer when a backend reads several at once)"
+        )
+    if mysql_before_start and mysql_after_start and mysql_after_drain:
+        for name in MYSQL_COUNTERS:
+            started = mysql_after_start[name] - mysql_before_start[name]
+            drained = mysql_after_drain[name] - mysql_after_start[name]
+            if name == "Handler_commit":
+                drained -= polls + 2  # this script's own autocommit reads during the drain
+            total = started + drained
+            print(
+                f"{name} (server-wide): start phase {started} "
+                f"({started / args.workflows:.2f}/workflow); drain phase {drained} "
+                f"({drained / args.workflows:.2f}/workflow, {drained / steps:.2f}/step); "
+                f"total {total / args.workflows:.2f}/workflow"
+            )
+        print(
+            "  (Com_commit counts explicit COMMITs, i.e. multi-statement transactions; "
+            "Handler_commit counts storage-engine commits, autocommit statements and reads included)"
+        )
+    return {"wall": args.workflows / wall, "window": args.workflows / window}
+
+
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
+    if args.compare_processes and (args.processes < 2 or args.in_process):
+        raise SystemExit("--compare-processes needs --processes 2 or more, and no --in-process.")
     env = {
         **os.environ,
         "DB": args.db,
@@ -315,40 +446,23 @@ def main(argv: list[str] | None = None) -> None:
 
     print(f"database: {args.db} ({version}) {settings.DATABASES['default']['NAME']}")
     print(
-        f"run: {args.workflows} workflows x {args.steps} steps, concurrency {args.concurrency}, "
-        f"{'in-process Worker' if args.in_process else f'{args.processes} runworkflows process(es)'}, "
-        f"{os.cpu_count()} CPUs, Python {sys.version.split()[0]}, Django {django.__version__}"
+        f"machine: {os.cpu_count()} CPUs, Python {sys.version.split()[0]}, "
+        f"Django {django.__version__}"
     )
-
-    before_start = xact_commit(args.db)
-    start_seconds = start_phase(args)
-    settle_stats(args.db)
-    after_start = xact_commit(args.db)
-    print(
-        f"start(): {args.workflows} in {start_seconds:.2f}s = "
-        f"{args.workflows / start_seconds:.0f} starts/s"
-    )
-
-    workers = Workers(args, env)
-    launched = time.perf_counter()
-    workers.start()
-    try:
-        _, polls = wait_until_completed(args, workers, args.workflows)
-        wall = time.perf_counter() - launched
-        window = active_window()
-    finally:
-        workers.stop()  # exiting backends flush their statistics
-    settle_stats(args.db)
-    after_drain = xact_commit(args.db)
-    steps = args.workflows * args.steps
-    print(
-        f"drain (wall, worker start-up included): {wall:.2f}s = "
-        f"{args.workflows / wall:.0f} workflows/s, {steps / wall:.0f} steps/s"
-    )
-    print(
-        f"drain (active window, first step to last completion): {window:.2f}s = "
-        f"{args.workflows / window:.0f} workflows/s, {steps / window:.0f} steps/s"
-    )
+    if args.compare_processes:
+        one = measure(args, env, 1)
+        prepare_database(args)
+        print()
+        many = measure(args, env, args.processes)
+        print()
+        print(
+            f"{args.processes} processes / 1 process: "
+            f"{many['window'] / one['window']:.2f}x (active window: {one['window']:.0f} -> "
+            f"{many['window']:.0f} workflows/s), {many['wall'] / one['wall']:.2f}x (wall: "
+            f"{one['wall']:.0f} -> {many['wall']:.0f} workflows/s)"
+        )
+    else:
+        measure(args, env, args.processes)
 
     # Latency, with fresh workers that have nothing to do: they wait for their next poll.
     workers = Workers(args, env)
@@ -359,26 +473,11 @@ def main(argv: list[str] | None = None) -> None:
         latencies = latency_phase(args)
     finally:
         workers.stop()
-
-    if before_start is not None and after_start is not None and after_drain is not None:
-        started = after_start - before_start
-        # this script's own reads during the drain: the polls, the window's 2 and settle's none
-        drained = after_drain - after_start - polls - 2
-        total = started + drained
-        print(
-            f"transactions (pg_stat_database.xact_commit): start phase {started} "
-            f"({started / args.workflows:.2f}/workflow); drain phase {drained} "
-            f"({drained / args.workflows:.2f}/workflow, {drained / steps:.2f}/step); "
-            f"total {total / args.workflows:.2f}/workflow, {total / steps:.2f}/step"
-        )
-        print(
-            "  (the drain phase includes the workers' idle polls between the last completion "
-            "and their shutdown: about one claim per process per poll interval)"
-        )
     if latencies:
         print(
             f"wake-up latency, committed start() here -> first step in a worker "
-            f"({len(latencies)} samples, poll interval {args.poll_interval or 'default'}): "
+            f"({len(latencies)} samples, {args.processes} process(es), poll interval "
+            f"{args.poll_interval or 'default'}): "
             f"median {statistics.median(latencies):.0f} ms, p95 {percentile(latencies, 0.95):.0f} ms, "
             f"min {latencies[0]:.0f} ms, max {latencies[-1]:.0f} ms"
         )
