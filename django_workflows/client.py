@@ -367,7 +367,8 @@ def result(id: str, *, timeout: Duration | None = None, using: str | None = None
                     instance_id=id,
                     timeout=limit,
                 )
-            listen()  # from the first wait on: on PostgreSQL, a NOTIFY at its end wakes it
+            if listen():  # from the first wait on: on PostgreSQL, a NOTIFY at its end wakes it
+                store.mark_awaited(using, id)
             wakeups.wait_for_end(id, pause if limit is None else min(pause, limit - waited))
             pause = min(pause * 2, 1.0)
 

@@ -84,6 +84,9 @@ class WorkflowInstance(models.Model):
     terminate_requested = models.BooleanField(default=False)
     cancel_reason = models.TextField(null=True, blank=True)
     journal_warned = models.BooleanField(default=False)
+    # Some result() waits for it: on PostgreSQL its end is then NOTIFYed (each NOTIFY costs every
+    # listening connection a transaction, so ends nobody waits for are not announced).
+    awaited = models.BooleanField(default=False)
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
 

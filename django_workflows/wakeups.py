@@ -8,6 +8,8 @@ import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from django.db import connections
+
 _events: weakref.WeakSet[threading.Event] = weakref.WeakSet()
 _lock = threading.Lock()
 
@@ -87,7 +89,6 @@ def listen_for_ends(using: str) -> None:
     """While result() calls wait in this process, on PostgreSQL, one thread per database wakes
     them when any process ends an instance (NOTIFY at the final write's commit). Pair every
     call with stop_listening_for_ends(): the last one closes the listening connection."""
-    from django.db import connections
 
     from .store import vendor
 
@@ -121,15 +122,18 @@ def stop_listening_for_ends(using: str) -> None:
 
 
 @contextlib.contextmanager
-def ends_listener(using: str) -> Iterator[Callable[[], None]]:
-    """A function that starts listening for ends (once); stops listening on exit if it did."""
+def ends_listener(using: str) -> Iterator[Callable[[], bool]]:
+    """A function that starts listening for ends, the first time (returning whether it started
+    them, on PostgreSQL); stops listening on exit if it did."""
     started = False
 
-    def listen() -> None:
+    def listen() -> bool:
         nonlocal started
-        if not started:
-            listen_for_ends(using)
-            started = True
+        if started:
+            return False
+        started = True
+        listen_for_ends(using)
+        return connections[using].vendor == "postgresql"
 
     try:
         yield listen

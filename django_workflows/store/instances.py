@@ -274,12 +274,12 @@ def write(using: str, id: str, token: str, write: InstanceWrite) -> LeaseFlags |
             vendor.lock_signals(using, shared=True)
         held = WorkflowInstance.objects.using(using).filter(pk=id, lease_token=token)
         flags = held.select_for_update().values_list(
-            "cancel_requested", "terminate_requested", "cancel_reason"
+            "cancel_requested", "terminate_requested", "cancel_reason", "awaited"
         )
         row = flags.first()
         if row is None:
             return None
-        cancel_requested, terminate_requested, reason = row
+        cancel_requested, terminate_requested, reason, awaited = row
         entries = dict(write.entries)
         if not (cancel_requested or terminate_requested):
             entries.update(write.guarded_entries)
@@ -317,7 +317,7 @@ def write(using: str, id: str, token: str, write: InstanceWrite) -> LeaseFlags |
             if set(changes) - {"lease_until"}:
                 changes["updated_at"] = write.now
             held.update(**changes)
-        if changes.get("status") in FINISHED:
+        if awaited and changes.get("status") in FINISHED:
             vendor.notify_ended(using, id)
         return LeaseFlags(cancel_requested, terminate_requested, reason)
 
@@ -334,3 +334,8 @@ def _signal_arrived(using: str, release: Release) -> bool:
         ),
     )
     return Signal.objects.using(using).filter(matches, id__gt=release.signal_cursor).exists()
+
+
+def mark_awaited(using: str, id: str) -> None:
+    """A result() waits for the instance: announce its end (on PostgreSQL, with NOTIFY)."""
+    WorkflowInstance.objects.using(using).filter(pk=id, awaited=False).update(awaited=True)

@@ -222,8 +222,8 @@ def write_in_one_statement(using: str, id: str, token: str, write: Any) -> Any:
     journal = JournalEntry._meta.db_table
     params: list[Any] = [id, token]
     parts = [
-        f"WITH held AS (SELECT id, cancel_requested, terminate_requested, cancel_reason "
-        f"FROM {instances} WHERE id = %s AND lease_token = %s FOR UPDATE)"
+        f"WITH held AS (SELECT id, cancel_requested, terminate_requested, cancel_reason, "
+        f"awaited FROM {instances} WHERE id = %s AND lease_token = %s FOR UPDATE)"
     ]
     rows = [
         {"name": name, "document": document, "guarded": False}
@@ -279,7 +279,7 @@ def write_in_one_statement(using: str, id: str, token: str, write: Any) -> Any:
         params += values
     select = " SELECT cancel_requested, terminate_requested, cancel_reason"
     if changes.get("status") in FINISHED:  # result() in other processes wakes at the commit
-        select += ", pg_notify(%s, held.id)"
+        select += ", (SELECT pg_notify(%s, held.id) WHERE held.awaited)"
         params.append(ENDED_CHANNEL)
     parts.append(select + " FROM held")
     with connections[using].cursor() as cursor:
