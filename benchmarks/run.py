@@ -15,10 +15,10 @@
 4. On PostgreSQL, the committed transactions of the benchmark database
    (`pg_stat_database.xact_commit`) over the start phase and over the drain phase, per workflow
    and per step. The script's own reads of the database during the drain are counted and taken
-   off. The count is the server's: it includes the empty transaction in which a backend that
-   LISTENs (one per worker process) reads the notification queue each time it is woken by a
-   NOTIFY (the final write of every instance notifies the end), which is why it varies a little
-   from run to run and grows with the number of processes.
+   off. The count is the server's: it would include the empty transaction in which a backend
+   that LISTENs (one per worker process) reads the notification queue each time it is woken by
+   a NOTIFY; the engine announces an instance's end only when a result() waits for it, so the
+   drain of this script sends none.
    On MariaDB/MySQL, the server-wide `Com_commit` (explicit COMMITs: the store's multi-statement
    transactions) and `Handler_commit` (storage-engine commits, autocommit statements included,
    read-only ones too) over the same phases; nothing else should use the server meanwhile.
@@ -387,9 +387,7 @@ def measure(args: argparse.Namespace, env: dict[str, str], processes: int) -> di
         )
         print(
             "  (the drain phase includes the workers' idle polls between the last completion "
-            "and their shutdown, about one claim per process per poll interval, and the empty "
-            "transactions of the LISTEN backends woken by the end-of-instance NOTIFYs: up to one "
-            "per process per instance, fewer when a backend reads several at once)"
+            "and their shutdown, about one claim per process per poll interval)"
         )
     if mysql_before_start and mysql_after_start and mysql_after_drain:
         for name in MYSQL_COUNTERS:
