@@ -71,6 +71,7 @@ def create_instance(using: str, instance: WorkflowInstance) -> tuple[WorkflowIns
     """Insert a pending instance unless one with its id exists; return the stored one and whether
     this call created it. Atomic per id: of two concurrent calls, one creates."""
     with transaction.atomic(using=using, savepoint=False):
+        vendor.take_write_lock(using)
         instance.signal_cursor = last_signal_id(using)
         created = vendor.insert_ignore(instance, using)
         if created:
@@ -190,6 +191,7 @@ def claim(
     if fast is not NotImplemented:
         return Claim(fast[0], fast[1], _journals(using, fast[0]))
     with transaction.atomic(using=using):
+        vendor.take_write_lock(using)
         candidates = (
             WorkflowInstance.objects.using(using)
             .filter(due, of_workflows)
@@ -266,6 +268,7 @@ def write(using: str, id: str, token: str, write: InstanceWrite) -> LeaseFlags |
     if fast is not NotImplemented:
         return None if fast is None else LeaseFlags(*fast)
     with transaction.atomic(using=using):
+        vendor.take_write_lock(using)
         if write.signal is not None:
             vendor.lock_signals(using, shared=False)
         elif write.release is not None and (write.release.waits or write.release.had_waits):

@@ -35,6 +35,7 @@ def reopen(using: str, id: str, change: Reopen, *, keep_deadline: Any) -> bool:
     """Make a finished instance due again, as one transaction that locks its row: of two
     concurrent retries, one is accepted."""
     with transaction.atomic(using=using):
+        vendor.take_write_lock(using)
         row = (
             WorkflowInstance.objects.using(using)
             .select_for_update()
@@ -79,6 +80,7 @@ def delete_instance(using: str, id: str, statuses: list[str]) -> str | None:
     """Delete the instance with its journal and waits if its status is one of `statuses`;
     the status it had, or None. A worker holding its lease finds it gone at its next write."""
     with transaction.atomic(using=using):
+        vendor.take_write_lock(using)
         status = (
             WorkflowInstance.objects.using(using)
             .select_for_update()
@@ -109,6 +111,7 @@ def purge(using: str, *, statuses: list[str], before: datetime, limit: int) -> P
     """Delete up to `limit` instances finished before `before` (oldest first), the signals no
     unfinished instance can take any more, and the rate-limit windows that ended."""
     with transaction.atomic(using=using):
+        vendor.take_write_lock(using)
         candidates = (
             WorkflowInstance.objects.using(using)
             .filter(status__in=statuses, updated_at__lt=before)
@@ -124,6 +127,7 @@ def purge(using: str, *, statuses: list[str], before: datetime, limit: int) -> P
     # A signal can go once every unfinished instance started after it (an instance only takes
     # signals above its cursor), it is older than `before`, and it is not the newest one.
     with transaction.atomic(using=using):
+        vendor.take_write_lock(using)
         newest = Signal.objects.using(using).aggregate(newest=Max("id"))["newest"] or 0
         lowest = (
             WorkflowInstance.objects.using(using)
@@ -146,6 +150,7 @@ def purge(using: str, *, statuses: list[str], before: datetime, limit: int) -> P
         )
 
     with transaction.atomic(using=using):
+        vendor.take_write_lock(using)
         windows = RateLimitWindow.objects.using(using).filter(window_end__lt=before)
         if vendor.skip_locked(using):
             windows = windows.select_for_update(skip_locked=True)

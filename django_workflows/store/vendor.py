@@ -43,7 +43,27 @@ def lock_signals(using: str, *, shared: bool) -> None:
             cursor.execute(f"SELECT {function}(%s, %s)", [_PG_LOCK_CLASS, _PG_SIGNAL_LOCK])
         elif connection.vendor == "mysql":
             _lock_row(cursor, SIGNAL_LOCK_NAME, shared=shared)
-        # SQLite: one writer at a time; the database lock already orders them.
+    # SQLite: one writer at a time; the database's write lock orders them.
+    take_write_lock(using)
+
+
+def take_write_lock(using: str) -> None:
+    """On SQLite, take the database's write lock at the start of a store transaction.
+
+    A deferred transaction that reads first and writes later fails at once with "database is
+    locked" when another connection writes meanwhile (SQLite cannot wait there without risking
+    a deadlock); taking the write lock first makes it wait for its turn (the busy timeout)
+    instead. Django 5.1+ does this for every transaction with OPTIONS["transaction_mode"] =
+    "IMMEDIATE", and then this is a no-op; on Django 4.2 it is how the worker's threads share
+    the file.
+    """
+    connection = connections[using]
+    if connection.vendor != "sqlite" or not connection.in_atomic_block:
+        return
+    if connection.settings_dict.get("OPTIONS", {}).get("transaction_mode") == "IMMEDIATE":
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(f"UPDATE {StoreLock._meta.db_table} SET name = name WHERE 1 = 0")
 
 
 def lock_names(using: str, names: list[str]) -> None:
