@@ -318,12 +318,11 @@ class WorkflowInstanceAdmin(admin.ModelAdmin):
         def view(request: HttpRequest, object_id: str) -> HttpResponse:
             if request.method != "POST":
                 return HttpResponseNotAllowed(["POST"])
-            action, _, _ = self.get_actions(request).get(name, (None, None, None))
-            if action is None:  # not allowed for this user
+            if name not in self.get_actions(request):  # not allowed for this user
                 raise PermissionDenied
             queryset = self.get_queryset(request).filter(pk=unquote(object_id))
             get_object_or_404(queryset)
-            action(self, request, queryset)
+            getattr(self, name)(request, queryset)
             if queryset.exists():
                 return HttpResponseRedirect(change_url(WorkflowInstance, unquote(object_id)))
             return HttpResponseRedirect(changelist_url(WorkflowInstance))
@@ -331,11 +330,6 @@ class WorkflowInstanceAdmin(admin.ModelAdmin):
         return view
 
     # -- the actions ---------------------------------------------------------------------------
-
-    def get_actions(self, request: HttpRequest) -> dict[str, Any]:
-        actions = super().get_actions(request)
-        actions.pop("delete_selected", None)
-        return actions
 
     @admin.action(description="Cancel (runs compensations)", permissions=["cancel"])
     def cancel(self, request: HttpRequest, queryset: QuerySet[WorkflowInstance]) -> None:
