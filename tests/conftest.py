@@ -4,6 +4,8 @@ import contextlib
 import os
 import sqlite3
 
+import pytest
+
 
 def pytest_report_header(config):
     """Says which database the run uses, so that CI output shows it (`database: ...`)."""
@@ -30,3 +32,27 @@ def _database_unblocked(config):
     except ImportError:
         return contextlib.nullcontext()
     return config.stash[blocking_manager_key].unblock()
+
+
+@pytest.fixture
+def world():
+    """The outside world's stand-ins (payments, stock, mail), fresh for each test."""
+    from tests.testapp.world import world as the_world
+
+    the_world.reset()
+    return the_world
+
+
+@pytest.fixture
+def events():
+    """Every WorkflowEvent sent during the test, in order."""
+    from django_workflows.events import workflow_event
+
+    received = []
+
+    def receiver(sender, event, **kwargs):
+        received.append(event)
+
+    workflow_event.connect(receiver, weak=False)
+    yield received
+    workflow_event.disconnect(receiver)
