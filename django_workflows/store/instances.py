@@ -199,7 +199,9 @@ def claim(
         )
         if vendor.skip_locked(using):
             candidates = candidates.select_for_update(skip_locked=True)
-        ids = list(candidates.values_list("id", flat=True)[:limit])
+        ids = vendor.mysql_claim_candidates(using, now=now, limit=limit, workflows=workflows)
+        if ids is NotImplemented:
+            ids = list(candidates.values_list("id", flat=True)[:limit])
         if not ids:
             return Claim([], 0)
         # The conditions again, in the UPDATE itself: where the database cannot skip locked rows

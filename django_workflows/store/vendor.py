@@ -13,6 +13,7 @@ import random
 import threading
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from django.db import DatabaseError, connections
@@ -87,6 +88,50 @@ def _lock_row(cursor: Any, name: str, *, shared: bool) -> None:
         # The migration creates the row; a flushed test database may have lost it.
         cursor.execute(f"INSERT IGNORE INTO {table} (name) VALUES (%s)", [name])
         cursor.execute(f"SELECT name FROM {table} WHERE name = %s {mode}", [name])
+
+
+def mysql_claim_candidates(
+    using: str, *, now: Any, limit: int, workflows: list[tuple[str, int]]
+) -> list[str] | Any:
+    """On MySQL and MariaDB, the ids a claim leases, locked (FOR UPDATE SKIP LOCKED), in claim
+    order; NotImplemented elsewhere.
+
+    The claim index holds the finished instances too there (no partial indexes; wake_at NULL
+    sorts first), so a scan in claim order would walk them all. Instead: the distinct
+    priorities, from a loose index scan, then for each an index range scan from its first due
+    instance, with FORCE INDEX (the optimizer otherwise prefers scanning the priority alone).
+    """
+    from ..models import WorkflowInstance
+
+    connection = connections[using]
+    if connection.vendor != "mysql":
+        return NotImplemented
+    table = WorkflowInstance._meta.db_table
+    pairs = " OR ".join("(workflow = %s AND version = %s)" for _ in workflows)
+    ids: list[str] = []
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT DISTINCT priority FROM {table} ORDER BY priority")
+        priorities = [row[0] for row in cursor.fetchall()]
+        for priority in priorities:
+            adapt = connection.ops.adapt_datetimefield_value
+            params: list[Any] = [priority, adapt(_EARLIEST), adapt(now), adapt(now)]
+            for name, version in workflows:
+                params += [name, version]
+            params.append(limit - len(ids))
+            cursor.execute(
+                f"SELECT id FROM {table} FORCE INDEX (dw_instance_due) "
+                f"WHERE priority = %s AND wake_at >= %s AND wake_at <= %s "
+                f"AND (lease_until IS NULL OR lease_until < %s) AND ({pairs}) "
+                f"ORDER BY priority, wake_at, created_at, id LIMIT %s FOR UPDATE SKIP LOCKED",
+                params,
+            )
+            ids += [row[0] for row in cursor.fetchall()]
+            if len(ids) >= limit:
+                break
+    return ids
+
+
+_EARLIEST = datetime(1000, 1, 1, tzinfo=UTC)  # before any wake time: MySQL's earliest DATETIME
 
 
 def insert_ignore(obj: Model, using: str) -> bool:
