@@ -123,7 +123,10 @@ class WorkflowContext:
         name = _name(name, "step")
         if not callable(fn):
             raise errors.WorkflowDefinitionError(f'Step "{name}" needs a function, got {fn!r}.')
-        return self._x.run_step(
+        from .steps import run_step
+
+        return run_step(
+            self._x,
             name,
             fn,
             retry=retry,
@@ -218,7 +221,9 @@ class WorkflowContext:
         conditions: dict[str, Any] = {"signal": self.signal_wait(signal, key=key, match=match)}
         if timeout is not None:
             conditions["timeout"] = self.timer(timeout)
-        return self._x.wait(name, conditions).value
+        from .waits import wait
+
+        return wait(self._x, name, conditions).value
 
     def wait_for_any(
         self, name: str, conditions: dict[str, Any] | None = None, /, **more: Any
@@ -236,7 +241,9 @@ class WorkflowContext:
                     f'wait_for_any("{name}"): condition {key!r} must be ctx.signal_wait() or ctx.timer(), '
                     f"not {condition!r}."
                 )
-        return self._x.wait(name, merged)
+        from .waits import wait
+
+        return wait(self._x, name, merged)
 
     # -- structure -----------------------------------------------------------------------------
 

@@ -15,6 +15,7 @@ from . import journal
 from .context import StepContext, WorkflowContext
 from .interrupts import Cancel, HandBack, JournalFull, LeaseLost, ReplayEnd, RunTimeout, Suspend
 from .runtime import Compensation, Runtime
+from .steps import invoke
 
 logger = logging.getLogger("django_workflows")
 
@@ -227,7 +228,8 @@ class Execution(Runtime):
             self.write()
             step = StepContext(self, compensation.step, name, attempt, None, reason=reason)
             try:
-                self._call(
+                invoke(
+                    self,
                     step,
                     lambda step=step: compensation.fn(  # type: ignore[misc]
                         copy.deepcopy(compensation.result), step
