@@ -15,7 +15,7 @@ from . import journal
 from .context import StepContext, WorkflowContext
 from .interrupts import Cancel, HandBack, JournalFull, LeaseLost, ReplayEnd, RunTimeout, Suspend
 from .runtime import Compensation, Runtime
-from .steps import invoke
+from .steps import attempt_failed, invoke
 
 logger = logging.getLogger("django_workflows")
 
@@ -246,15 +246,17 @@ class Execution(Runtime):
                     "error": journal.serialize_error(failure),
                     "finished_at": journal.timestamp(now),
                 }
-                if policy.gives_up(attempt, failure):
-                    self.record(name, None, **{**failed, "status": journal.FAILED})
-                    self._emit(
-                        "step-failed",
-                        step=name,
-                        attempt=attempt,
-                        error=journal.serialize_error(failure),
-                        retry_at=None,
-                    )
+                entry = attempt_failed(
+                    self,
+                    name,
+                    None,
+                    failed,
+                    attempt,
+                    failure,
+                    policy,
+                    policy.gives_up(attempt, failure),
+                )
+                if entry is None:
                     compensation_error = {
                         **journal.serialize_error(failure),
                         "step": compensation.step,
@@ -264,23 +266,6 @@ class Execution(Runtime):
                         Status.COMPENSATION_FAILED,
                         error={**error, "compensation": compensation_error},
                     )
-                retry_at = now + policy.wait_before(attempt, failure)
-                entry = self.record(
-                    name,
-                    None,
-                    **{
-                        **failed,
-                        "status": journal.PENDING,
-                        "retry_at": journal.timestamp(retry_at),
-                    },
-                )
-                self._emit(
-                    "step-failed",
-                    step=name,
-                    attempt=attempt,
-                    error=journal.serialize_error(failure),
-                    retry_at=retry_at,
-                )
                 continue
             self.record(
                 name,

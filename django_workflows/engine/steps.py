@@ -103,37 +103,12 @@ def run_step(
                 "finished_at": journal.timestamp(now),
                 "progress": step.progress,
             }
-            if (
-                isinstance(error, TypeError | ValueError)
-                and "JSON" in str(error)
-                or (policy.gives_up(attempt, error))
-            ):
-                x.record(name, position, **{**failed, "status": journal.FAILED})
-                x._emit(
-                    "step-failed",
-                    step=name,
-                    attempt=attempt,
-                    error=journal.serialize_error(error),
-                    retry_at=None,
-                )
+            gives_up = (
+                isinstance(error, TypeError | ValueError) and "JSON" in str(error)
+            ) or policy.gives_up(attempt, error)
+            entry = attempt_failed(x, name, position, failed, attempt, error, policy, gives_up)
+            if entry is None:
                 raise journal.step_failed(name, attempt, error)
-            retry_at = now + policy.wait_before(attempt, error)
-            entry = x.record(
-                name,
-                position,
-                **{
-                    **failed,
-                    "status": journal.PENDING,
-                    "retry_at": journal.timestamp(retry_at),
-                },
-            )
-            x._emit(
-                "step-failed",
-                step=name,
-                attempt=attempt,
-                error=journal.serialize_error(error),
-                retry_at=retry_at,
-            )
             continue
         finished = x.now()
         x.record(
@@ -235,3 +210,30 @@ def _call_with_timeouts(
     if "error" in box:
         raise box["error"]
     return box.get("result")
+
+
+def attempt_failed(
+    x: Runtime,
+    name: str,
+    position: tuple[int, ...] | None,
+    failed: dict[str, Any],
+    attempt: int,
+    error: BaseException,
+    policy: Any,
+    gives_up: bool,
+) -> dict[str, Any] | None:
+    """Journal a failed attempt (of a step or a compensation) and send `step-failed`: the entry,
+    pending its retry, or None when the step gives up."""
+    serialized = journal.serialize_error(error)
+    if gives_up:
+        x.record(name, position, **{**failed, "status": journal.FAILED})
+        x._emit("step-failed", step=name, attempt=attempt, error=serialized, retry_at=None)
+        return None
+    retry_at = x.now() + policy.wait_before(attempt, error)
+    entry = x.record(
+        name,
+        position,
+        **{**failed, "status": journal.PENDING, "retry_at": journal.timestamp(retry_at)},
+    )
+    x._emit("step-failed", step=name, attempt=attempt, error=serialized, retry_at=retry_at)
+    return entry
