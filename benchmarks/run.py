@@ -46,6 +46,7 @@ import threading
 import time
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 SETTINGS = "benchmarks.settings"
@@ -94,20 +95,27 @@ def recreate_database(vendor: str) -> None:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
             conn.execute(f'CREATE DATABASE "{name}"')
         return
-    import MySQLdb
-
-    conn = MySQLdb.connect(
-        host=database["HOST"],
-        port=int(database["PORT"]),
-        user=database["USER"],
-        password=database["PASSWORD"],
-    )
+    conn = _mysql_connect()
     try:
         cursor = conn.cursor()
         cursor.execute(f"DROP DATABASE IF EXISTS `{name}`")
         cursor.execute(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")
     finally:
         conn.close()
+
+
+def _mysql_connect() -> Any:
+    """A connection to the MySQL/MariaDB server of the benchmark settings, without a database."""
+    import MySQLdb
+    from django.conf import settings
+
+    database = settings.DATABASES["default"]
+    return MySQLdb.connect(
+        host=database["HOST"],
+        port=int(database["PORT"]),
+        user=database["USER"],
+        password=database["PASSWORD"],
+    )
 
 
 def _pg_params(dbname: str) -> dict[str, object]:
@@ -151,16 +159,7 @@ def mysql_commits(vendor: str) -> dict[str, int] | None:
     its own; reading them commits nothing."""
     if vendor != "mysql":
         return None
-    import MySQLdb
-    from django.conf import settings
-
-    database = settings.DATABASES["default"]
-    conn = MySQLdb.connect(
-        host=database["HOST"],
-        port=int(database["PORT"]),
-        user=database["USER"],
-        password=database["PASSWORD"],
-    )
+    conn = _mysql_connect()
     try:
         cursor = conn.cursor()
         cursor.execute("SHOW GLOBAL STATUS WHERE Variable_name IN (%s, %s)", list(MYSQL_COUNTERS))

@@ -102,7 +102,9 @@ class Runtime:
         self.running_steps: set[StepContext] = set()
         self.custom_status = instance.custom_status
         self._desired_status: Any = _UNSET
-        self._journal_bytes = sum(size(doc) for doc in self.journal.values())
+        # Each entry's size as JSON, kept so a rewritten entry costs one measurement, not two.
+        self._sizes = {name: size(doc) for name, doc in self.journal.items()}
+        self._journal_bytes = sum(self._sizes.values())
         self._warn_journal = False
         self._lock = threading.RLock()
         self._local = threading.local()
@@ -255,11 +257,16 @@ class Runtime:
         with self._lock:
             if name not in self.journal:
                 self._check_journal_limits(doc.get("kind"))
-            previous = self.journal.get(name)
-            self._journal_bytes += size(doc) - (size(previous) if previous is not None else 0)
-            self.journal[name] = doc
+            self.keep(name, doc)
             self.pending[name] = doc
         return doc
+
+    def keep(self, name: str, doc: dict[str, Any]) -> None:
+        """Hold `doc` as the entry `name` (the caller holds the lock), counting its bytes."""
+        new = size(doc)
+        self._journal_bytes += new - self._sizes.get(name, 0)
+        self._sizes[name] = new
+        self.journal[name] = doc
 
     def _check_journal_limits(self, kind: str | None) -> None:
         limits = get_settings().journal

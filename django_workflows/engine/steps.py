@@ -12,7 +12,7 @@ from typing import Any
 from django.db import connections
 
 from .. import errors
-from ..jsonvalues import size, to_json
+from ..jsonvalues import to_json
 from ..retries import default_retry
 from . import journal
 from .context import StepContext
@@ -83,9 +83,7 @@ def run_step(
         if flags.cancel_requested or flags.terminate_requested:
             x.check_interrupts(name, entry)
         with x._lock:
-            previous = x.journal.get(name)
-            x._journal_bytes += size(running) - (size(previous) if previous else 0)
-            x.journal[name] = running
+            x.keep(name, running)
         step = StepContext(x, name, name, attempt, progress)  # type: ignore[arg-type]
         try:
             call: Callable[[], Any] = lambda step=step: fn(step)  # type: ignore[misc]  # noqa: E731
