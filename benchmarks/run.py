@@ -46,7 +46,10 @@ import threading
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from benchmarks import cpu  # imported in the functions, once main() put ROOT on sys.path
 
 ROOT = Path(__file__).resolve().parent.parent
 SETTINGS = "benchmarks.settings"
@@ -253,12 +256,14 @@ def start_phase(args: argparse.Namespace) -> float:
 
 
 def wait_until_completed(
-    args: argparse.Namespace, workers: Workers, total: int
+    args: argparse.Namespace, workers: Workers, total: int, samples: list[cpu.Sample]
 ) -> tuple[float, int]:
     """Poll until `total` instances are completed; return the time and how many polls it took
-    (each poll is one transaction in the benchmark database)."""
+    (each poll is one transaction in the benchmark database). Each poll appends a CPU sample."""
+    from benchmarks import cpu
     from django_workflows.models import WorkflowInstance
 
+    pids = [process.pid for process in workers.processes]
     polls = 0
     deadline = time.monotonic() + args.timeout
     began = time.perf_counter()
@@ -267,14 +272,15 @@ def wait_until_completed(
         workers.check_alive()
         polls += 1
         done = WorkflowInstance.objects.filter(status="completed").count()
+        samples.append(cpu.sample(args.db, pids, done, time.time()))
         if done >= total:
             return time.perf_counter() - began, polls
         if time.monotonic() > deadline:
             raise SystemExit(f"Only {done} of {total} instances completed in {args.timeout}s.")
 
 
-def active_window() -> float:
-    """Seconds from the first step's start to the last completion, from the stored times."""
+def active_window() -> tuple[datetime, datetime]:
+    """The first step's start and the last completion, from the stored times."""
     from django.db.models import Max
 
     from django_workflows.models import JournalEntry, WorkflowInstance
@@ -286,7 +292,7 @@ def active_window() -> float:
         )
     )
     last = WorkflowInstance.objects.aggregate(last=Max("updated_at"))["last"]
-    return (last - first).total_seconds()
+    return first, last
 
 
 def latency_phase(args: argparse.Namespace) -> list[float]:
@@ -352,12 +358,14 @@ def measure(args: argparse.Namespace, env: dict[str, str], processes: int) -> di
     )
 
     workers = Workers(args, env)
+    samples: list[cpu.Sample] = []
     launched = time.perf_counter()
     workers.start()
     try:
-        _, polls = wait_until_completed(args, workers, args.workflows)
+        _, polls = wait_until_completed(args, workers, args.workflows, samples)
         wall = time.perf_counter() - launched
-        window = active_window()
+        first_step, last_completion = active_window()
+        window = (last_completion - first_step).total_seconds()
     finally:
         workers.stop()  # exiting backends flush their statistics
     settle_stats(args.db)
@@ -372,6 +380,8 @@ def measure(args: argparse.Namespace, env: dict[str, str], processes: int) -> di
         f"drain (active window, first step to last completion): {window:.2f}s = "
         f"{args.workflows / window:.0f} workflows/s, {steps / window:.0f} steps/s"
     )
+
+    print_cpu(args, samples, first_step.timestamp(), last_completion.timestamp())
 
     if before_start is not None and after_start is not None and after_drain is not None:
         started = after_start - before_start
@@ -406,6 +416,31 @@ def measure(args: argparse.Namespace, env: dict[str, str], processes: int) -> di
             "Handler_commit counts storage-engine commits, autocommit statements and reads included)"
         )
     return {"wall": args.workflows / wall, "window": args.workflows / window}
+
+
+def print_cpu(
+    args: argparse.Namespace, samples: list[cpu.Sample], begin: float, end: float
+) -> None:
+    """CPU per workflow in the steady state, by whom, and the drain rate at which this machine's
+    cores would all be busy at that cost."""
+    from benchmarks import cpu
+
+    figures = cpu.steady_state(samples, begin, end)
+    if figures is None:
+        print("cpu: the drain was too short to sample (fewer than two polls inside it)")
+        return
+    workers = "the in-process Worker" if args.in_process else "worker processes"
+    print(
+        f"cpu, steady state ({figures.workflows} workflows in {figures.seconds:.1f}s, "
+        f"{figures.workflows / figures.seconds:.0f}/s): the {figures.cores} cores "
+        f"{figures.busy_fraction:.0%} busy; per workflow {figures.total_ms:.2f} ms = "
+        f"{figures.workers_ms:.2f} {workers} + {figures.server_ms:.2f} database server + "
+        f"{figures.this_script_ms:.2f} this script + {figures.other_ms:.2f} other (kernel)"
+    )
+    print(
+        f"  at that cost, every core busy would drain {figures.ceiling:.0f} workflows/s "
+        "(the most any number of worker processes can reach on this machine)"
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
