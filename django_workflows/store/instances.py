@@ -266,7 +266,7 @@ def write(using: str, id: str, token: str, write: InstanceWrite) -> LeaseFlags |
     """
     from .signals import record_signal
 
-    fast = vendor.write_in_one_statement(using, id, token, write)
+    fast = vendor.fast_write(using, id, token, write)
     if fast is not NotImplemented:
         return None if fast is None else LeaseFlags(*fast)
     with transaction.atomic(using=using):
