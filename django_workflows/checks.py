@@ -14,12 +14,15 @@ from .conf import get_settings
 
 @register()
 def check_settings(app_configs: Any = None, **kwargs: Any) -> list[Any]:
-    """E001: DJANGO_WORKFLOWS is invalid. E002: USE_TZ is off."""
+    """E001: DJANGO_WORKFLOWS is invalid. E002: USE_TZ is off. E006: a codec that cannot be
+    built or does not give back what it encoded."""
     problems: list[Any] = []
     try:
         get_settings()
     except (ValueError, TypeError) as error:
         problems.append(Error(str(error), id="django_workflows.E001"))
+    else:
+        problems += _check_codecs()
     if not settings.USE_TZ:
         problems.append(
             Error(
@@ -28,6 +31,21 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[Any]:
             )
         )
     return problems
+
+
+def _check_codecs() -> list[Any]:
+    from . import codecs
+
+    try:
+        configured = codecs.configured_codecs()
+        for codec in configured:
+            at = codecs.where("check", codec.id)
+            probe = {"django_workflows": "check", "n": [1, 2.5, None, True]}
+            if codec.decode(codec.encode(probe, at), at) != probe:
+                raise ValueError(f"codec {codec.id!r} does not decode what it encoded.")
+    except Exception as error:  # a codec of the application's own may raise anything
+        return [Error(f"DJANGO_WORKFLOWS['CODEC']: {error}", id="django_workflows.E006")]
+    return []
 
 
 @register()

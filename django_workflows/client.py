@@ -35,7 +35,7 @@ from .results import (
     Wait,
 )
 from .store import instances as store
-from .store import vendor
+from .store import payloads, vendor
 from .store.signals import record_signal
 
 PRIORITY_MAX = 2_097_151
@@ -123,8 +123,12 @@ def start(
                 _wake_on_commit(using)
             return stored, created
 
+    payloads.encode_instance(instance)
     stored, created = create(using)
-    if not created and (stored.workflow != definition.name or stored.input != value):
+    if not created and (
+        stored.workflow != definition.name
+        or payloads.decode_value("input", stored.input, payloads.instance_at(id, "input")) != value
+    ):
         raise WorkflowIdConflictError(
             f"Instance {id!r} exists already, of workflow {stored.workflow!r} with another "
             f"input. Start it with the same workflow and input to get it back, or use another id."
@@ -214,7 +218,12 @@ def _status(
     waits: list[tuple[str, str | None]],
     journal: list[tuple[str, dict[str, Any]]] | None = None,
     children: list[InstanceStatus] | None = None,
+    *,
+    strict: bool = True,
 ) -> InstanceStatus:
+    """The row as the client returns it, its payloads decoded. Not strict: a payload the codec
+    cannot read is None (list_instances() shows such an instance without its payloads)."""
+    payloads.decode_instance(row, strict=strict)
     return InstanceStatus(
         id=row.id,
         workflow=row.workflow,
@@ -256,7 +265,7 @@ def get_status(
     if children:
         rows = store.list_instances(using, parent_id=id, limit=10_000)
         kid_waits = store.load_waits(using, [r.id for r in rows])
-        kids = [_status(r, kid_waits.get(r.id, [])) for r in rows]
+        kids = [_status(r, kid_waits.get(r.id, []), strict=False) for r in rows]
     return _status(row, waits, entries, kids)
 
 
@@ -291,7 +300,7 @@ def list_instances(
         offset=offset,
     )
     waits = store.load_waits(using, [r.id for r in rows])
-    return [_status(r, waits.get(r.id, [])) for r in rows]
+    return [_status(r, waits.get(r.id, []), strict=False) for r in rows]
 
 
 def _request(id: str, reason: str | None, terminate: bool, using: str | None) -> CancelResult:
@@ -308,10 +317,13 @@ def _request(id: str, reason: str | None, terminate: bool, using: str | None) ->
                 lambda: wakeups.cancel_requested(id, terminate=terminate, reason=reason),
                 using=using,
             )
-    instance = get_status(id, using=using)
-    if instance is None:
+    row = store.get_instance(using, id)
+    if row is None:
         raise WorkflowNotFoundError(f"No workflow instance has the id {id!r}.")
-    return CancelResult(accepted, instance)
+    # Not strict: an instance whose payloads the codec cannot read can still be cancelled.
+    return CancelResult(
+        accepted, _status(row, store.load_waits(using, [id]).get(id, []), strict=False)
+    )
 
 
 def cancel(id: str, reason: str | None = None, *, using: str | None = None) -> CancelResult:
@@ -351,9 +363,12 @@ def result(id: str, *, timeout: Duration | None = None, using: str | None = None
             if row is None:
                 raise WorkflowNotFoundError(f"No workflow instance has the id {id!r}.")
             if row.status == Status.COMPLETED:
-                return row.output
+                return payloads.decode_value(
+                    "output", row.output, payloads.instance_at(id, "output")
+                )
             if row.status in _FAILED_ENDS:
-                error = row.error or {}
+                error = payloads.decode_value("error", row.error, payloads.instance_at(id, "error"))
+                error = error or {}
                 raise WorkflowFailedError(
                     f"Instance {id!r} ended {row.status}: {error.get('message', '')}",
                     instance_id=id,

@@ -15,7 +15,7 @@ from .events import emit
 from .models import FINISHED, UNFINISHED, Status
 from .results import InstanceStatus, PurgeResult
 from .store import instances as store
-from .store import maintenance
+from .store import maintenance, payloads
 
 UNSET: Any = object()
 """retry()'s `timeout` when not given: the instance keeps its deadline."""
@@ -41,6 +41,7 @@ def retry(id: str, *, timeout: Duration | None = UNSET, using: str | None = None
             f"Instance {id!r} is {row.status}: only failed and compensation_failed instances "
             f"can be retried."
         )
+    payloads.decode_instance(row)  # WorkflowPayloadError when the codec cannot read it
     now = clock.now()
     entries: dict[str, dict[str, Any]] = {}
     drop: list[str] = []

@@ -19,7 +19,7 @@ from django.db import connections
 from . import clock, wakeups
 from .conf import database_alias, get_settings
 from .durations import Duration, parse_duration
-from .engine.execution import Execution
+from .engine.execution import Execution, leave_alone
 from .models import WorkflowInstance
 from .registry import registry
 from .store import instances as store
@@ -85,6 +85,9 @@ class Worker:
         definition = registry.get(instance.workflow, instance.version)
         if definition is None:  # unregistered since the claim: leave it to its lease
             return "unregistered"
+        unreadable = claim.unreadable.get(instance.id)
+        if unreadable is not None:
+            return leave_alone(self.using, instance, token, unreadable)
         try:
             execution = Execution(
                 instance,

@@ -108,3 +108,11 @@ LOGGING = {
     "handlers": {"null": {"class": "logging.NullHandler"}},
     "root": {"handlers": ["null"], "level": "WARNING"},
 }
+
+# CODEC=1 runs the whole suite with every payload encrypted, as a deployment with a codec would.
+if os.environ.get("CODEC"):
+    from django_workflows.codecs import AesGcmPayloadCodec
+
+    DJANGO_WORKFLOWS = {
+        "CODEC": AesGcmPayloadCodec(keys={"tests": "dGVzdHMtb25seS1rZXktMzItYnl0ZXMtbG9uZy4uLi4="})
+    }

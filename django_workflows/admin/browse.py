@@ -12,7 +12,8 @@ from django.utils.safestring import SafeString
 
 from ..conf import database_alias
 from ..models import Signal, WorkflowInstance, WorkflowSchedule
-from .display import changelist_url, pretty_json
+from ..store import payloads
+from .display import changelist_url, decoded, pretty_json
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -47,7 +48,9 @@ class SignalAdmin(ReadOnlyAdmin):
 
     @admin.display(description="payload")
     def payload_json(self, obj: Signal) -> SafeString:
-        return pretty_json(obj.payload)
+        return pretty_json(
+            decoded("payload", obj.payload, payloads.signal_at(obj.name, obj.key, obj.dedupe_id))
+        )
 
 
 class WorkflowScheduleAdmin(ReadOnlyAdmin):

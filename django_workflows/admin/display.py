@@ -11,7 +11,9 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
+from ..errors import WorkflowPayloadError
 from ..models import Status
+from ..store import payloads
 
 # One colour per status (instances and journal entries share the names). A guard test checks
 # that every Status has one, so a new status cannot show up uncoloured.
@@ -34,6 +36,33 @@ def status_badge(status: str) -> SafeString:
     return format_html(
         '<span class="dw-badge" style="background-color: {}">{}</span>', colour, status
     )
+
+
+def decoded(field: str, stored: Any, at: str) -> Any:
+    """A stored payload as the admin shows it: decoded by the CODEC setting, or, when the codec
+    cannot read it, a note saying why (an error keeps its name)."""
+    try:
+        return payloads.decode_value(field, stored, at)
+    except WorkflowPayloadError as error:
+        note = f"(unreadable: {error})"
+        if field == "error" and isinstance(stored, dict):
+            return {"name": stored.get("name"), "message": note}
+        return note
+
+
+def decoded_field(obj: Any, field: str) -> Any:
+    """An instance's payload field, decoded for display."""
+    return decoded(field, getattr(obj, field), payloads.instance_at(obj.pk, field))
+
+
+def decoded_document(instance_id: str, name: str, document: dict[str, Any]) -> dict[str, Any]:
+    """A journal entry's document with its payload fields decoded for display."""
+    return {
+        key: decoded(key, value, payloads.document_at(instance_id, name, key))
+        if key in payloads.DOCUMENT_FIELDS
+        else value
+        for key, value in document.items()
+    }
 
 
 def pretty_json(value: Any) -> SafeString:

@@ -29,7 +29,14 @@ from .actions import (
     report,
     retry_refusal,
 )
-from .display import change_url, changelist_url, pretty_json, status_badge
+from .display import (
+    change_url,
+    changelist_url,
+    decoded_document,
+    decoded_field,
+    pretty_json,
+    status_badge,
+)
 from .timeline import build_timeline, journal_row
 
 CHILDREN_SHOWN = 100
@@ -163,27 +170,27 @@ class WorkflowInstanceAdmin(admin.ModelAdmin):
 
     @admin.display(description="custom status")
     def custom_status_short(self, obj: WorkflowInstance) -> str:
-        if obj.custom_status is None:
+        value = decoded_field(obj, "custom_status")
+        if value is None:
             return "-"
-        value = obj.custom_status
         text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
         return Truncator(text).chars(40)
 
     @admin.display(description="custom status")
     def custom_status_json(self, obj: WorkflowInstance) -> SafeString:
-        return pretty_json(obj.custom_status)
+        return pretty_json(decoded_field(obj, "custom_status"))
 
     @admin.display(description="input")
     def input_json(self, obj: WorkflowInstance) -> SafeString:
-        return pretty_json(obj.input)
+        return pretty_json(decoded_field(obj, "input"))
 
     @admin.display(description="output")
     def output_json(self, obj: WorkflowInstance) -> SafeString:
-        return pretty_json(obj.output)
+        return pretty_json(decoded_field(obj, "output"))
 
     @admin.display(description="error")
     def error_summary(self, obj: WorkflowInstance) -> SafeString:
-        error = obj.error
+        error = decoded_field(obj, "error")
         if not isinstance(error, dict):
             return pretty_json(error)
         lines = [("Error", error)]
@@ -276,7 +283,10 @@ class WorkflowInstanceAdmin(admin.ModelAdmin):
         context = dict(extra_context or {})
         obj = self.get_object(request, unquote(object_id))
         if obj is not None:
-            entries = [(e.name, e.document) for e in obj.entries.all().order_by("id")]
+            entries = [
+                (e.name, decoded_document(obj.pk, e.name, e.document))
+                for e in obj.entries.all().order_by("id")
+            ]
             context["timeline"] = build_timeline(obj, entries)
             context["journal"] = [journal_row(name, doc) for name, doc in entries]
             context["workflow_actions"] = self._buttons(request, obj)

@@ -4,16 +4,26 @@ from __future__ import annotations
 
 import copy
 import logging
+from datetime import timedelta
 from typing import Any
 
-from .. import errors, wakeups
+from .. import clock, errors, wakeups
 from ..jsonvalues import to_json
-from ..models import Status
+from ..models import Status, WorkflowInstance
 from ..retries import default_retry
 from ..store import instances as store
 from . import journal
 from .context import StepContext, WorkflowContext
-from .interrupts import Cancel, HandBack, JournalFull, LeaseLost, ReplayEnd, RunTimeout, Suspend
+from .interrupts import (
+    Cancel,
+    HandBack,
+    JournalFull,
+    LeaseLost,
+    ReplayEnd,
+    RunTimeout,
+    Suspend,
+    Unreadable,
+)
 from .runtime import Compensation, Runtime
 from .steps import attempt_failed, invoke
 
@@ -57,6 +67,8 @@ class Execution(Runtime):
                 self.instance.id,
             )
             return "lease-lost"
+        except Unreadable as unreadable:
+            return self._leave_alone(unreadable.error)
         except HandBack:
             return self._hand_back()
         finally:
@@ -134,6 +146,16 @@ class Execution(Runtime):
             return "lease-lost"
         logger.info("Instance %s handed back for another worker.", self.instance.id)
         return "handed-back"
+
+    def _leave_alone(self, error: BaseException) -> str:
+        """A signal it needs cannot be read: write what it journaled, hand it back, leave it."""
+        changes, release = _unreadable_release(self.instance)
+        try:
+            self.write(changes=changes, release=release)
+        except LeaseLost:
+            return "lease-lost"
+        _log_unreadable(self.instance, error)
+        return "unreadable"
 
     def _cancel_error(self, terminate: bool) -> errors.WorkflowError:
         reason = self.flags.reason
@@ -294,3 +316,40 @@ class Execution(Runtime):
         )
         self._emit(_FINAL_EVENTS[status], **data)
         return status
+
+
+UNREADABLE_RETRY = timedelta(minutes=1)
+
+
+def _unreadable_release(instance: WorkflowInstance) -> tuple[dict[str, Any], store.Release]:
+    """Back to its status before the claim, the run not counted, due again in a minute; its
+    waits stay registered, so a signal still wakes it."""
+    if instance.status == Status.COMPENSATING:
+        status = Status.COMPENSATING
+    else:
+        status = Status.SUSPENDED if instance.runs > 1 else Status.PENDING
+    now = clock.now()
+    changes = {"status": status, "runs": max(instance.runs - 1, 0)}
+    return changes, store.Release(now + UNREADABLE_RETRY, [], instance.signal_cursor, False)
+
+
+def _log_unreadable(instance: WorkflowInstance, error: BaseException) -> None:
+    logger.error(
+        "Instance %s (%s@%s) cannot be read: %s It is left alone; a worker tries again in a "
+        "minute.",
+        instance.id,
+        instance.workflow,
+        instance.version,
+        error,
+    )
+
+
+def leave_alone(using: str, instance: WorkflowInstance, token: str, error: BaseException) -> str:
+    """Hand back a claimed instance whose payloads the codec cannot read (a key that is not
+    listed) without running it: it runs once the key is back."""
+    changes, release = _unreadable_release(instance)
+    write = store.InstanceWrite(now=clock.now(), changes=changes, release=release)
+    if store.write(using, instance.id, token, write) is None:
+        return "lease-lost"
+    _log_unreadable(instance, error)
+    return "unreadable"

@@ -36,3 +36,12 @@ class ReplayEnd(WorkflowInterrupt):
 
 class HandBack(WorkflowInterrupt):
     """The worker is shutting down: hand the instance back so another process picks it up now."""
+
+
+class Unreadable(HandBack):
+    """A payload the instance needs (a signal's) cannot be decoded: the codec does not list its
+    key. Hand the instance back and leave it alone until the key is back."""
+
+    def __init__(self, error: BaseException):
+        super().__init__(str(error))
+        self.error = error

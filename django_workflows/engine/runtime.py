@@ -19,6 +19,7 @@ from typing import Any
 from .. import clock, errors
 from ..conf import get_settings
 from ..definitions import Workflow
+from ..errors import WorkflowPayloadError
 from ..events import emit
 from ..jsonvalues import size
 from ..models import JOURNAL_NAME_LENGTH, WorkflowInstance
@@ -26,7 +27,16 @@ from ..store import instances as store
 from ..store.signals import signals_for
 from . import journal
 from .context import StepContext, TimerCondition
-from .interrupts import Cancel, HandBack, JournalFull, LeaseLost, ReplayEnd, RunTimeout, Suspend
+from .interrupts import (
+    Cancel,
+    HandBack,
+    JournalFull,
+    LeaseLost,
+    ReplayEnd,
+    RunTimeout,
+    Suspend,
+    Unreadable,
+)
 
 logger = logging.getLogger("django_workflows")
 _UNSET: Any = object()
@@ -443,15 +453,18 @@ class Runtime:
         with self._lock:
             cached = self._signals.get((name, key))
         if cached is None:
-            cached = self._on_owner(
-                lambda: signals_for(
-                    self.using,
-                    name=name,
-                    key=key,
-                    after_id=self.instance.signal_cursor,
-                    up_to_id=self.last_signal_id,
+            try:
+                cached = self._on_owner(
+                    lambda: signals_for(
+                        self.using,
+                        name=name,
+                        key=key,
+                        after_id=self.instance.signal_cursor,
+                        up_to_id=self.last_signal_id,
+                    )
                 )
-            )
+            except WorkflowPayloadError as error:
+                raise Unreadable(error) from error
             with self._lock:
                 self._signals[(name, key)] = cached
         return cached

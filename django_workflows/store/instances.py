@@ -16,8 +16,9 @@ from typing import Any
 from django.db import transaction
 from django.db.models import Case, F, Max, Q, Value, When
 
+from ..errors import WorkflowPayloadError
 from ..models import FINISHED, JournalEntry, Signal, Status, Wait, WorkflowInstance
-from . import vendor
+from . import payloads, vendor
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,8 @@ class Claim:
     last_signal_id: int
     # The journals of the claimed instances that ran before, read in the claim's transaction.
     journals: dict[str, list[tuple[str, dict[str, Any]]]] = field(default_factory=dict)
+    # Instances whose payloads the codec cannot read (a key not listed): left alone.
+    unreadable: dict[str, WorkflowPayloadError] = field(default_factory=dict)
 
 
 def last_signal_id(using: str) -> int:
@@ -84,9 +87,10 @@ def get_instance(using: str, id: str) -> WorkflowInstance | None:
 
 
 def load_journal(using: str, id: str) -> list[tuple[str, dict[str, Any]]]:
-    """The instance's journal entries, in first-write order."""
+    """The instance's journal entries, in first-write order, decoded (WorkflowPayloadError when
+    the codec cannot read one)."""
     rows = JournalEntry.objects.using(using).filter(instance_id=id).order_by("id")
-    return list(rows.values_list("name", "document"))
+    return payloads.decode_journal(id, list(rows.values_list("name", "document")))
 
 
 def load_waits(using: str, ids: Iterable[str]) -> dict[str, list[tuple[str, str | None]]]:
@@ -150,7 +154,9 @@ def request_cancel(
     return bool(
         rows.update(
             cancel_requested=True,
-            cancel_reason=reason,
+            cancel_reason=payloads.encode_value(
+                "cancel_reason", reason, payloads.instance_at(id, "cancel_reason")
+            ),
             wake_at=_due_now(now),
             updated_at=now,
             **changes,
@@ -189,7 +195,7 @@ def claim(
         workflows=workflows,
     )
     if fast is not NotImplemented:
-        return Claim(fast[0], fast[1], _journals(using, fast[0]))
+        return _decoded(Claim(fast[0], fast[1], _journals(using, fast[0])))
     with transaction.atomic(using=using):
         vendor.take_write_lock(using)
         candidates = (
@@ -222,7 +228,21 @@ def claim(
             .filter(lease_token=token, pk__in=ids)
             .order_by("priority", "wake_at", "created_at", "id")
         )
-        return Claim(claimed, last_signal_id(using), _journals(using, claimed))
+        return _decoded(Claim(claimed, last_signal_id(using), _journals(using, claimed)))
+
+
+def _decoded(claim: Claim) -> Claim:
+    """The claim with its payloads decoded; an instance the codec cannot read is in
+    `unreadable` with the error, for the worker to leave alone."""
+    for instance in claim.instances:
+        try:
+            payloads.decode_instance(instance)
+            claim.journals[instance.pk] = payloads.decode_journal(
+                instance.pk, claim.journals.get(instance.pk, [])
+            )
+        except WorkflowPayloadError as error:
+            claim.unreadable[instance.pk] = error
+    return claim
 
 
 def _journals(
@@ -251,7 +271,7 @@ def renew(
         WorkflowInstance.objects.using(using).filter(held).update(lease_until=lease_until)
         rows = WorkflowInstance.objects.using(using).filter(held)
         return {
-            id: LeaseFlags(cancel, terminate, reason)
+            id: LeaseFlags(cancel, terminate, payloads.decode_reason(id, reason))
             for id, cancel, terminate, reason in rows.values_list(
                 "id", "cancel_requested", "terminate_requested", "cancel_reason"
             )
@@ -266,9 +286,12 @@ def write(using: str, id: str, token: str, write: InstanceWrite) -> LeaseFlags |
     """
     from .signals import record_signal
 
+    write = payloads.encode_write(id, write)
     fast = vendor.fast_write(using, id, token, write)
     if fast is not NotImplemented:
-        return None if fast is None else LeaseFlags(*fast)
+        if fast is None:
+            return None
+        return LeaseFlags(fast[0], fast[1], payloads.decode_reason(id, fast[2]))
     with transaction.atomic(using=using):
         vendor.take_write_lock(using)
         if write.signal is not None:
@@ -324,7 +347,7 @@ def write(using: str, id: str, token: str, write: InstanceWrite) -> LeaseFlags |
             held.update(**changes)
         if awaited and changes.get("status") in FINISHED:
             vendor.notify_ended(using, id)
-        return LeaseFlags(cancel_requested, terminate_requested, reason)
+        return LeaseFlags(cancel_requested, terminate_requested, payloads.decode_reason(id, reason))
 
 
 def _signal_arrived(using: str, release: Release) -> bool:

@@ -14,7 +14,7 @@ from django.db import transaction
 from django.db.models import Max, Min
 
 from ..models import UNFINISHED, JournalEntry, RateLimitWindow, Signal, Wait, WorkflowInstance
-from . import vendor
+from . import payloads, vendor
 
 
 @dataclass(frozen=True)
@@ -56,14 +56,16 @@ def reopen(using: str, id: str, change: Reopen, *, keep_deadline: Any) -> bool:
             JournalEntry.objects.using(using).bulk_create(
                 [
                     JournalEntry(instance_id=id, name=name, document=document)
-                    for name, document in change.entries.items()
+                    for name, document in payloads.encode_entries(id, change.entries).items()
                 ],
                 **vendor.upsert_kwargs(using, ["instance", "name"], ["document"]),
             )
         Wait.objects.using(using).filter(instance_id=id).delete()
         fields: dict[str, Any] = {
             "status": change.status,
-            "error": change.error,
+            "error": payloads.encode_value(
+                "error", change.error, payloads.instance_at(id, "error")
+            ),
             "wake_at": change.now,
             "updated_at": change.now,
             "cancel_requested": False,

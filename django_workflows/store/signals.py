@@ -11,7 +11,7 @@ from django.db.models import Case, F, Q, Value, When
 
 from ..errors import WorkflowIdConflictError
 from ..models import Signal, Status, Wait, WorkflowInstance
-from . import vendor
+from . import payloads, vendor
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,13 @@ def record_signal(
                     )
                 return RecordedSignal(earlier[0], 0, False, earlier[1])
         signal = Signal.objects.using(using).create(
-            name=name, key=key, dedupe_id=dedupe_id, payload=payload, created_at=now
+            name=name,
+            key=key,
+            dedupe_id=dedupe_id,
+            payload=payloads.encode_value(
+                "payload", payload, payloads.signal_at(name, key, dedupe_id)
+            ),
+            created_at=now,
         )
         waiting = Wait.objects.using(using).filter(signal=name)
         waiting = waiting.filter(key=key) if key is not None else waiting.filter(key__isnull=True)
@@ -82,4 +88,4 @@ def signals_for(
     """Signals named `name` with exactly `key` and after_id < id <= up_to_id, by id."""
     rows = Signal.objects.using(using).filter(name=name, id__gt=after_id, id__lte=up_to_id)
     rows = rows.filter(key=key) if key is not None else rows.filter(key__isnull=True)
-    return list(rows.order_by("id"))
+    return [payloads.decode_signal(signal) for signal in rows.order_by("id")]

@@ -8,6 +8,7 @@ from django.urls import reverse
 
 import django_workflows as wf
 from django_workflows.models import WorkflowInstance
+from django_workflows.store import payloads
 
 from .conftest import staff_user
 
@@ -46,7 +47,7 @@ def test_cancel_cancels_unfinished_instances(admin_client, instances, world):
         "Cancelled 1 instance. Refused 1: paid is completed: only unfinished instances can be "
         "cancelled."
     )
-    row = WorkflowInstance.objects.get(id="order-waiting")
+    row = payloads.decode_instance(WorkflowInstance.objects.get(id="order-waiting"))
     assert row.cancel_requested and row.cancel_reason == "Cancelled in the admin by admin."
     wf.drain()
     assert status("order-waiting") == "cancelled"

@@ -20,6 +20,7 @@ from django_workflows import clock
 from django_workflows.models import Signal, WorkflowInstance
 from django_workflows.registry import registry
 from django_workflows.store import instances as store
+from django_workflows.store import payloads
 from tests.testapp.models import Execution
 
 from .conftest import race, threads_for
@@ -75,7 +76,9 @@ def test_sixty_signals_against_sixty_suspensions_lose_no_wakeup():
     assert sum(len(r) for r in results[drainers : drainers + senders]) == count
     drain_until_idle()
 
-    rows = {row.id: row for row in WorkflowInstance.objects.filter(id__in=ids)}
+    rows = {
+        row.id: payloads.decode_instance(row) for row in WorkflowInstance.objects.filter(id__in=ids)
+    }
     by_status = Counter(row.status for row in rows.values())
     stuck = sorted(
         (row.id, row.status, row.wake_at) for row in rows.values() if row.status != "completed"
@@ -162,7 +165,7 @@ def test_signal_dedupe_under_concurrency():
     assert sum(r.woken for r in results) == 1, results
     assert Signal.objects.filter(name=name).count() == 1
     drain_until_idle()
-    stored = Signal.objects.get(name=name)
+    stored = payloads.decode_signal(Signal.objects.get(name=name))
     assert wf.get_status("dedupe-waiter").output == stored.payload
 
 
