@@ -477,6 +477,9 @@ def main(argv: list[str] | None = None) -> None:
     settle_stats(args.db)
 
     print(f"database: {args.db} ({version}) {settings.DATABASES['default']['NAME']}")
+    from django_workflows.codecs import configured_codecs
+
+    print(f"codec: {', '.join(repr(c) for c in configured_codecs()) or 'none (plain JSON)'}")
     print(
         f"machine: {os.cpu_count()} CPUs, Python {sys.version.split()[0]}, "
         f"Django {django.__version__}"

@@ -39,3 +39,7 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "loggers": {"django_workflows": {"handlers": ["console"], "level": "WARNING"}},
 }
+
+# CODEC=1: every payload encrypted with the tests' AES-GCM codec, to measure what it costs.
+if os.environ.get("CODEC"):
+    from tests.settings import DJANGO_WORKFLOWS  # noqa: F401

@@ -23,7 +23,11 @@ def pytest_report_header(config):
                 version = cursor.fetchone()[0]
         except Exception as error:  # the tests fail on this themselves; the header only says it
             version = f"unreachable ({error.__class__.__name__}: {error})".splitlines()[0]
-    return f"database: DB={os.environ.get('DB', 'sqlite')} ({connection.vendor}) {version}, {where}"
+    codec = ", every payload encrypted (CODEC=1)" if os.environ.get("CODEC") else ""
+    return (
+        f"database: DB={os.environ.get('DB', 'sqlite')} ({connection.vendor}) {version}, "
+        f"{where}{codec}"
+    )
 
 
 def _database_unblocked(config):
