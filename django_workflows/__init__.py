@@ -69,6 +69,7 @@ __all__ = [
     "purge",
     "result",
     "retry",
+    "schedules",
     "signal",
     "start",
     "start_and_wait",
@@ -104,6 +105,10 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
+    if name == "schedules":  # the schedules client, a module of its own
+        from importlib import import_module
+
+        return import_module(".schedules", __name__)
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'django_workflows' has no attribute {name!r}")

@@ -50,12 +50,24 @@ def _check_codecs() -> list[Any]:
 
 @register()
 def check_definitions(app_configs: Any = None, **kwargs: Any) -> list[Any]:
-    """E003: a workflow name longer than its column."""
+    """E003: a workflow name longer than its column. E007: one schedule id declared by two
+    workflows (a bad id, timing or option fails at the declaration, with a ValueError)."""
     from .models import KEY_LENGTH
     from .registry import registry
 
     problems: list[Any] = []
+    declared_by: dict[str, str] = {}
     for definition in registry.all():
+        for schedule in definition.schedules:
+            other = declared_by.setdefault(schedule.id, definition.name)
+            if other != definition.name:
+                problems.append(
+                    Error(
+                        f"Schedule id {schedule.id!r} is declared by workflows {other!r} and "
+                        f"{definition.name!r}: a schedule id is unique across the application.",
+                        id="django_workflows.E007",
+                    )
+                )
         if len(definition.name) > KEY_LENGTH:
             problems.append(
                 Error(

@@ -15,7 +15,7 @@ from django.db import connections, transaction
 
 from . import clock, wakeups
 from .conf import database_alias
-from .definitions import Workflow, WorkflowSignal
+from .definitions import Workflow, WorkflowSignal, check_priority
 from .durations import Duration, parse_duration
 from .errors import (
     WorkflowFailedError,
@@ -37,8 +37,6 @@ from .results import (
 from .store import instances as store
 from .store import payloads, vendor
 from .store.signals import record_signal
-
-PRIORITY_MAX = 2_097_151
 
 
 def check_key(what: str, value: str | None, using: str, max_length: int = KEY_LENGTH) -> None:
@@ -80,20 +78,39 @@ def start(
     exists with another workflow or input, TypeError for an input that is not JSON, ValueError
     for a bad duration, priority, key or id.
     """
-    using = database_alias(using)
-    definition = registry.resolve(workflow, version)
+    return start_instance(
+        registry.resolve(workflow, version),
+        input,
+        id=id,
+        timeout=timeout,
+        priority=priority,
+        concurrency_key=concurrency_key,
+        rate_limit_key=rate_limit_key,
+        using=database_alias(using),
+    )
+
+
+def start_instance(
+    definition: Workflow,
+    input: Any,
+    *,
+    id: str | None,
+    using: str,
+    timeout: Duration | None = None,
+    priority: int | None = None,
+    concurrency_key: str | None = None,
+    rate_limit_key: str | None = None,
+    schedule_id: str | None = None,
+    scheduled_at: datetime | None = None,
+) -> StartResult:
+    """start() of a resolved definition; a schedule's occurrence passes its id and time too."""
     value = to_json(input, f'The input of workflow "{definition.name}"', using=using)
     if id is None:
         id = str(uuid.uuid4())
     check_key("The instance id", id, using)
     if not id:
         raise ValueError("The instance id must not be empty.")
-    if priority is not None and (
-        not isinstance(priority, int)
-        or isinstance(priority, bool)
-        or not 1 <= priority <= PRIORITY_MAX
-    ):
-        raise ValueError(f"priority must be an integer from 1 to {PRIORITY_MAX}, not {priority!r}.")
+    check_priority(priority)
     run_timeout = definition.timeout if timeout is None else parse_duration(timeout, "timeout")
     concurrency_key = _key(definition, "concurrency", concurrency_key, value)
     rate_limit_key = _key(definition, "rate_limit", rate_limit_key, value)
@@ -111,6 +128,8 @@ def start(
         priority=priority or 0,
         concurrency_key=concurrency_key,
         rate_limit_key=rate_limit_key,
+        schedule_id=schedule_id,
+        scheduled_at=scheduled_at,
         created_at=now,
         updated_at=now,
     )

@@ -90,12 +90,59 @@ class RateLimit:
             raise ValueError("RateLimit duration must be longer than zero.")
 
 
+PRIORITY_MAX = 2_097_151
 SCHEDULE_ID = re.compile(r"^[A-Za-z0-9.:_-]+$")
+SCHEDULE_ID_LENGTH = 230  # its instances' ids, <id>@<time>, add 25 characters
+MISSED = ("skip", "once", "all")
+OVERLAP = ("skip", "allow", "cancel-previous", "buffer-one")
+
+
+def check_priority(priority: Any) -> None:
+    if priority is not None and (
+        not isinstance(priority, int)
+        or isinstance(priority, bool)
+        or not 1 <= priority <= PRIORITY_MAX
+    ):
+        raise ValueError(f"priority must be an integer from 1 to {PRIORITY_MAX}, not {priority!r}.")
+
+
+def check_schedule_id(id: Any) -> None:
+    if not isinstance(id, str) or not SCHEDULE_ID.match(id):
+        raise ValueError(
+            f"Schedule id {id!r} must be letters, digits, '.', ':', '_' and '-' (and not empty)."
+        )
+    if len(id) > SCHEDULE_ID_LENGTH:
+        raise ValueError(
+            f"Schedule id {id[:40]!r}... is longer than {SCHEDULE_ID_LENGTH} characters."
+        )
+
+
+def check_schedule_options(
+    id: str, *, missed: Any, overlap: Any, limit: Any, priority: Any
+) -> None:
+    """Raise ValueError naming the first bad option of a schedule."""
+    check_schedule_id(id)
+    if missed not in MISSED:
+        raise ValueError(
+            f"Schedule {id!r}: missed must be one of {', '.join(MISSED)}, not {missed!r}."
+        )
+    if overlap not in OVERLAP:
+        raise ValueError(
+            f"Schedule {id!r}: overlap must be one of {', '.join(OVERLAP)}, not {overlap!r}."
+        )
+    if missed == "all" and overlap != "allow":
+        raise ValueError(f"Schedule {id!r}: missed='all' needs overlap='allow'.")
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
+        raise ValueError(f"Schedule {id!r}: limit must be a positive integer, not {limit!r}.")
+    check_priority(priority)
 
 
 @dataclass(frozen=True)
 class Schedule:
-    """A schedule declared on a workflow: `cron`, `every` or `rrule`, and how it runs."""
+    """A schedule declared on a workflow: `cron`, `every` or `rrule`, and how it runs.
+
+    `input` is a JSON value or a function of the ScheduleOccurrence that returns one.
+    """
 
     id: str
     cron: str | None = None
@@ -109,6 +156,28 @@ class Schedule:
     overlap: str = "skip"
     priority: int | None = None
     input: Any = None
+
+    def __post_init__(self) -> None:
+        from .engine import occurrences
+
+        check_schedule_options(
+            self.id,
+            missed=self.missed,
+            overlap=self.overlap,
+            limit=self.limit,
+            priority=self.priority,
+        )
+        try:
+            occurrences.timing(
+                cron=self.cron,
+                every=self.every,
+                rrule=self.rrule,
+                tz=self.tz,
+                start_at=self.start_at,
+                end_at=self.end_at,
+            )
+        except ValueError as error:
+            raise ValueError(f"Schedule {self.id!r}: {error}") from None
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,8 @@ from typing import Any
 
 from django.db import models
 
+from .definitions import SCHEDULE_ID_LENGTH
+
 
 class Status(models.TextChoices):
     """What an instance is doing."""
@@ -26,7 +28,6 @@ FINISHED = (Status.COMPLETED, Status.FAILED, Status.CANCELLED, Status.COMPENSATI
 # Column lengths, in characters. On MySQL/MariaDB every key is an indexed utf8mb4 column and
 # InnoDB caps an index key at 3,072 bytes: a journal entry's (instance id, name) takes 255 + 512.
 KEY_LENGTH = 255
-SCHEDULE_ID_LENGTH = 230
 JOURNAL_NAME_LENGTH = 512
 
 

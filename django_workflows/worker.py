@@ -22,6 +22,7 @@ from .durations import Duration, parse_duration
 from .engine.execution import Execution, leave_alone
 from .models import WorkflowInstance
 from .registry import registry
+from .scheduler import Scheduler
 from .store import instances as store
 from .store import vendor as store_vendor
 
@@ -58,6 +59,12 @@ class Worker:
         self.workflows = list(workflows) if workflows else None
         for name in self.workflows or []:
             registry.resolve(name)  # WorkflowNotFoundError names what is registered
+        self.scheduler = Scheduler(
+            database_alias(using),
+            self.id,
+            sorted({name for name, _ in registry.pairs(self.workflows)}),
+            self.lease_duration,
+        )
         self.using = database_alias(using)
         self._stopping = threading.Event()
         self._wake = threading.Event()  # a start, a signal or a stop: look for work now
@@ -118,7 +125,8 @@ class Worker:
             return "error"
 
     def drain(self) -> int:
-        """Run every due instance, in this thread, until none is left that can start.
+        """Run every due instance, in this thread, until none is left that can start, and start
+        the occurrences of schedules that the clock passed.
 
         Returns how many executions it ran.
         """
@@ -126,6 +134,10 @@ class Worker:
         while not self._stopping.is_set():
             instances, claim, token = self._claim(1)
             if not instances:
+                # Then the schedule occurrences the clock passed (with the instances that were
+                # due run first, an overlap sees the ones that ended by now as ended).
+                if self.scheduler.tick():
+                    continue
                 return executed
             for instance in instances:
                 self._execute(instance, claim, token)
@@ -151,6 +163,7 @@ class Worker:
         wakeups.subscribe(self._wake)
         renewer = threading.Thread(target=self._renew_loop, name=f"{self.id} renewer", daemon=True)
         renewer.start()
+        listener = None
         if vendor == "postgresql":
             listener = threading.Thread(
                 target=store_vendor.listen,
@@ -165,8 +178,12 @@ class Worker:
         # slots is free: one claim per few executions rather than one per execution.
         batch = max(1, self.concurrency // 2)
         backlog = True
+        scheduled_at = 0.0
         try:
             while not self._stopping.is_set():
+                if time.monotonic() - scheduled_at >= self.poll_interval.total_seconds():
+                    scheduled_at = time.monotonic()
+                    self._tick_schedules()
                 futures = {f for f in futures if not f.done()}
                 free = self.concurrency - len(futures)
                 if free > 0:
@@ -187,6 +204,16 @@ class Worker:
         finally:
             wakeups.unsubscribe(self._wake)
             self._shut_down(pool, futures)
+            if listener is not None:
+                listener.join(2)  # it checks for the stop once a second, then closes its connection
+
+    def _tick_schedules(self) -> None:
+        """Once a poll interval: the declared schedules (once a minute) and the due occurrences."""
+        try:
+            _refresh_connections()
+            self.scheduler.tick()
+        except Exception:
+            logger.exception("Starting schedule occurrences failed; trying again at the next poll.")
 
     def _wait_for_slots(self, futures: set[Future[Any]], batch: int) -> None:
         """Until `batch` slots are free, or a little while with at least one free."""

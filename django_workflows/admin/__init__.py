@@ -1,7 +1,8 @@
 """The admin: browse instances, signals and schedules; act on instances through the client only.
 
 Nothing here writes a row: every action calls `cancel()`, `terminate()`, `retry()` or
-`delete()` per selected instance, skips the ones it does not apply to, and says why.
+`delete()` per selected instance (`pause()`, `resume()` or `trigger()` per selected schedule),
+skips the ones it does not apply to, and says why.
 """
 
 from __future__ import annotations
@@ -9,9 +10,10 @@ from __future__ import annotations
 from django.contrib import admin
 
 from ..models import RateLimitWindow, Signal, WorkflowInstance, WorkflowSchedule
-from .browse import RateLimitWindowAdmin, SignalAdmin, WorkflowScheduleAdmin
+from .browse import RateLimitWindowAdmin, SignalAdmin
 from .display import STATUS_COLOURS, status_badge
 from .instances import WorkflowInstanceAdmin
+from .schedules import WorkflowScheduleAdmin
 from .timeline import build_timeline
 
 __all__ = [

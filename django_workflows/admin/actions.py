@@ -76,13 +76,16 @@ def apply(
     return Outcome(done, refused)
 
 
-def _instances(count: int) -> str:
-    return f"{count} instance" if count == 1 else f"{count} instances"
-
-
-def report(modeladmin: admin.ModelAdmin, request: HttpRequest, verb: str, outcome: Outcome) -> None:
+def report(
+    modeladmin: admin.ModelAdmin,
+    request: HttpRequest,
+    verb: str,
+    outcome: Outcome,
+    noun: str = "instance",
+) -> None:
     """One message: how many it did, and why it refused the others (the first ten reasons)."""
-    parts = [f"{verb} {_instances(len(outcome.done))}."]
+    count = len(outcome.done)
+    parts = [f"{verb} {count} {noun}{'' if count == 1 else 's'}."]
     if outcome.refused:
         reasons = [why for _, why in outcome.refused[:REFUSALS_SHOWN]]
         more = len(outcome.refused) - REFUSALS_SHOWN

@@ -7,13 +7,12 @@ from typing import Any
 from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
-from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
 from ..conf import database_alias
-from ..models import Signal, WorkflowInstance, WorkflowSchedule
+from ..models import Signal
 from ..store import payloads
-from .display import changelist_url, decoded, pretty_json
+from .display import decoded, pretty_json
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -50,46 +49,6 @@ class SignalAdmin(ReadOnlyAdmin):
     def payload_json(self, obj: Signal) -> SafeString:
         return pretty_json(
             decoded("payload", obj.payload, payloads.signal_at(obj.name, obj.key, obj.dedupe_id))
-        )
-
-
-class WorkflowScheduleAdmin(ReadOnlyAdmin):
-    list_display = ("id", "workflow", "version", "paused", "wake_at", "declared", "updated_at")
-    list_filter = ("paused", "declared", "workflow")
-    search_fields = ("id", "workflow")
-    fields = (
-        "id",
-        "workflow",
-        "version",
-        "declared",
-        "paused",
-        "wake_at",
-        "instances",
-        "spec_json",
-        "input_json",
-        "state_json",
-        "created_at",
-        "updated_at",
-    )
-    readonly_fields = fields
-
-    @admin.display(description="spec")
-    def spec_json(self, obj: WorkflowSchedule) -> SafeString:
-        return pretty_json(obj.spec)
-
-    @admin.display(description="input")
-    def input_json(self, obj: WorkflowSchedule) -> SafeString:
-        return pretty_json(obj.input)
-
-    @admin.display(description="state")
-    def state_json(self, obj: WorkflowSchedule) -> SafeString:
-        return pretty_json(obj.state)
-
-    @admin.display(description="instances")
-    def instances(self, obj: WorkflowSchedule) -> SafeString:
-        return format_html(
-            '<a href="{}">instances started by this schedule</a>',
-            changelist_url(WorkflowInstance, schedule_id=obj.id),
         )
 
 

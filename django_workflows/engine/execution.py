@@ -12,6 +12,7 @@ from ..jsonvalues import to_json
 from ..models import Status, WorkflowInstance
 from ..retries import default_retry
 from ..store import instances as store
+from ..store import schedules as schedules_store
 from . import journal
 from .context import StepContext, WorkflowContext
 from .interrupts import (
@@ -311,6 +312,10 @@ class Execution(Runtime):
             changes=changes, release=store.Release(None, [], self.last_signal_id, self._had_waits)
         )
         wakeups.instance_ended(self.instance.id)
+        schedule_id = self.instance.schedule_id
+        if schedule_id:  # an occurrence buffered behind this one can start now
+            now = self.now()
+            self._on_owner(lambda: schedules_store.wake_schedule(self.using, schedule_id, now))
         data: dict[str, Any] = (
             {"output": output} if status == Status.COMPLETED else {"error": error}
         )

@@ -6,19 +6,15 @@ import pytest
 from django.urls import reverse
 
 import django_workflows as wf
-from django_workflows.models import Signal, WorkflowSchedule
+from django_workflows.models import Signal
 
 
 @pytest.fixture
 def schedule(db, workflow_clock):
-    now = workflow_clock.now()
-    return WorkflowSchedule.objects.create(
-        id="nightly-report",
-        workflow="flaky",
-        spec={"cron": "0 3 * * *", "tz": "UTC"},
-        wake_at=now,
-        created_at=now,
-        updated_at=now,
+    from django_workflows import schedules
+
+    return schedules.upsert(
+        "nightly-report", workflow="flaky", cron="0 3 * * *", input={"report": "sales"}
     )
 
 
@@ -46,6 +42,52 @@ def test_the_schedules_show_their_spec_and_wake_time(admin_client, schedule):
     ).content.decode()
     assert "&quot;cron&quot;: &quot;0 3 * * *&quot;" in detail
     assert "?schedule_id=nightly-report" in detail
+    assert "<li>2026-01-01T03:00:00+00:00</li><li>2026-01-02T03:00:00+00:00</li>" in detail
+    assert "&quot;report&quot;: &quot;sales&quot;" in detail
+
+
+def test_schedules_are_paused_resumed_and_triggered_from_the_admin(admin_client, schedule):
+    from django_workflows import schedules
+
+    url = reverse("admin:django_workflows_workflowschedule_changelist")
+
+    def act(action: str) -> list[str]:
+        response = admin_client.post(
+            url, {"action": action, "_selected_action": ["nightly-report"]}, follow=True
+        )
+        return [str(m) for m in response.context["messages"]]
+
+    assert act("pause") == ["Paused 1 schedule."]
+    assert schedules.get("nightly-report").paused is True
+    assert act("trigger") == ["Triggered 1 schedule."]
+    assert [i.id for i in wf.list_instances(schedule_id="nightly-report")] == [
+        "nightly-report@2026-01-01T00:00:00.000Z"
+    ]
+    assert act("resume") == ["Resumed 1 schedule."]
+    assert schedules.get("nightly-report").paused is False
+
+
+def test_schedule_actions_need_their_permissions(client, schedule, django_user_model):
+    from django.contrib.auth.models import Permission
+
+    user = django_user_model.objects.create_user("viewer", password="pw", is_staff=True)
+    user.user_permissions.add(Permission.objects.get(codename="view_workflowschedule"))
+    client.force_login(user)
+    url = reverse("admin:django_workflows_workflowschedule_changelist")
+
+    def actions() -> list[str]:
+        form = client.get(url).context["action_form"]
+        return [] if form is None else [n for n, _ in form.fields["action"].choices if n]
+
+    assert actions() == []
+    user.user_permissions.add(Permission.objects.get(codename="trigger_workflowschedule"))
+    client.force_login(django_user_model.objects.get(pk=user.pk))
+    assert actions() == ["trigger"]
+    response = client.post(url, {"action": "pause", "_selected_action": ["nightly-report"]})
+    from django_workflows import schedules
+
+    assert schedules.get("nightly-report").paused is False  # not allowed: nothing happened
+    assert response.status_code in (200, 302)
 
 
 @pytest.mark.parametrize("model", ["signal", "workflowschedule", "ratelimitwindow"])

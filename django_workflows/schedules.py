@@ -1,0 +1,294 @@
+"""Schedules at runtime: `upsert()` the ones that aren't in the code (one per customer, say),
+`pause()`, `resume()`, `trigger()`, `preview()`, and read any of them with `get()` and `list()`.
+
+Declared schedules (`@workflow(schedules=[Schedule(...)])`) belong to the code: `upsert()` and
+`remove()` refuse them. Each function takes `using=` like the rest of the client.
+"""
+
+from __future__ import annotations
+
+import builtins
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from . import clock
+from .conf import database_alias
+from .definitions import Schedule, Workflow, check_schedule_id, check_schedule_options
+from .durations import Duration
+from .engine import occurrences
+from .errors import WorkflowNotFoundError, WorkflowStateError
+from .jsonvalues import to_json
+from .models import WorkflowSchedule
+from .registry import registry
+from .results import StartResult
+from .scheduler import State, next_wake, spec_of, start_occurrence, timing_of
+from .store import schedules as store
+
+__all__ = [
+    "ScheduleStatus",
+    "get",
+    "list",
+    "pause",
+    "preview",
+    "remove",
+    "resume",
+    "trigger",
+    "upsert",
+]
+
+
+@dataclass(frozen=True)
+class ScheduleStatus:
+    """A schedule as `get()` and `list()` return it. `next_at` is its next occurrence (None while
+    paused or once it ended); `runs` counts the occurrences it started."""
+
+    id: str
+    workflow: str
+    version: int | None
+    declared: bool
+    cron: str | None
+    every: timedelta | None
+    rrule: str | None
+    tz: str
+    start_at: datetime | None
+    end_at: datetime | None
+    limit: int | None
+    missed: str
+    overlap: str
+    priority: int | None
+    input: Any
+    paused: bool
+    next_at: datetime | None
+    runs: int
+    created_at: datetime
+    updated_at: datetime
+
+
+def _status(schedule: WorkflowSchedule) -> ScheduleStatus:
+    spec = schedule.spec
+    timing = timing_of(schedule)
+    state = State.of(schedule)
+    next_at = None
+    if not schedule.paused and not (spec.get("limit") is not None and state.runs >= spec["limit"]):
+        next_at = occurrences.next_after(timing, state.cursor)
+    return ScheduleStatus(
+        id=schedule.pk,
+        workflow=schedule.workflow,
+        version=schedule.version,
+        declared=schedule.declared,
+        cron=timing.cron,
+        every=timing.every,
+        rrule=timing.rrule,
+        tz=timing.tz,
+        start_at=timing.start_at,
+        end_at=timing.end_at,
+        limit=spec.get("limit"),
+        missed=spec.get("missed", "skip"),
+        overlap=spec.get("overlap", "skip"),
+        priority=spec.get("priority"),
+        input=schedule.input,
+        paused=schedule.paused,
+        next_at=next_at,
+        runs=state.runs,
+        created_at=schedule.created_at,
+        updated_at=schedule.updated_at,
+    )
+
+
+def _stored(using: str, id: str) -> WorkflowSchedule:
+    schedule = store.get_schedule(using, id)
+    if schedule is None:
+        raise WorkflowNotFoundError(f"No schedule has the id {id!r}.")
+    return schedule
+
+
+def upsert(
+    id: str,
+    *,
+    workflow: Workflow | str,
+    cron: str | None = None,
+    every: Duration | None = None,
+    rrule: str | None = None,
+    tz: str = "UTC",
+    start_at: datetime | None = None,
+    end_at: datetime | None = None,
+    limit: int | None = None,
+    missed: str = "skip",
+    overlap: str = "skip",
+    priority: int | None = None,
+    input: Any = None,
+    version: int | None = None,
+    using: str | None = None,
+) -> ScheduleStatus:
+    """Save a schedule that is not in the code, or replace the one saved with this id; it runs
+    from its first occurrence after now. Raises ValueError naming a bad option, TypeError for an
+    input that is not JSON, WorkflowNotFoundError for a workflow (or `version`) this application
+    does not register, and WorkflowStateError for a schedule declared in code."""
+    using = database_alias(using)
+    check_schedule_options(id, missed=missed, overlap=overlap, limit=limit, priority=priority)
+    definition = registry.resolve(workflow, version)
+    value = to_json(input, f"The input of schedule {id!r}", using=using)
+    for _ in range(5):  # another change raced this one: read it again
+        now = clock.now()
+        existing = store.get_schedule(using, id)
+        if existing is not None and existing.declared:
+            raise WorkflowStateError(
+                f"Schedule {id!r} is declared in the code of workflow {existing.workflow!r}: "
+                f"change it there."
+            )
+        try:
+            timing = occurrences.timing(
+                cron=cron,
+                every=every,
+                rrule=rrule,
+                tz=tz,
+                start_at=start_at,
+                end_at=end_at,
+                anchor=now if rrule and start_at is None else None,
+            )
+        except ValueError as error:
+            raise ValueError(f"Schedule {id!r}: {error}") from None
+        spec = spec_of(timing, limit=limit, missed=missed, overlap=overlap, priority=priority)
+        state = State(cursor=now, runs=State.of(existing).runs if existing is not None else 0)
+        saved = store.save_schedule(
+            using,
+            store.ScheduleSave(
+                id=id,
+                workflow=definition.name,
+                version=version,
+                declared=False,
+                spec=spec,
+                input=value,
+                paused=existing.paused if existing is not None else False,
+                wake_at=next_wake(timing, spec, state, now),
+                state=state.json(),
+                expect_revision=existing.revision if existing is not None else None,
+                release_lease=True,
+                now=now,
+            ),
+        )
+        if saved is not None:
+            return _status(saved)
+    raise WorkflowStateError(f"Schedule {id!r} kept changing while it was being saved.")
+
+
+def get(id: str, *, using: str | None = None) -> ScheduleStatus | None:
+    """The schedule, or None for an unknown id. Raises WorkflowPayloadError for an input the
+    CODEC setting cannot read."""
+    schedule = store.get_schedule(database_alias(using), id)
+    return None if schedule is None else _status(store.decoded(schedule))
+
+
+def list(
+    *,
+    workflow: Workflow | str | None = None,
+    limit: int = 100,
+    offset: int = 0,
+    using: str | None = None,
+) -> builtins.list[ScheduleStatus]:
+    """The schedules (of `workflow`, when given), by id; a page of them."""
+    if not isinstance(limit, int) or limit < 1 or not isinstance(offset, int) or offset < 0:
+        raise ValueError("limit must be a positive integer and offset a non-negative one.")
+    name = workflow.name if isinstance(workflow, Workflow) else workflow
+    rows = store.list_schedules(database_alias(using), workflow=name, limit=limit, offset=offset)
+    return [_status(store.decoded(row)) for row in rows]
+
+
+def remove(id: str, *, using: str | None = None) -> bool:
+    """Delete a schedule saved with upsert(); the instances it started go on. Raises
+    WorkflowNotFoundError for an unknown id and WorkflowStateError for a declared schedule."""
+    using = database_alias(using)
+    schedule = _stored(using, id)
+    if schedule.declared:
+        raise WorkflowStateError(
+            f"Schedule {id!r} is declared in the code of workflow {schedule.workflow!r}: remove "
+            f"it there."
+        )
+    if not store.delete_schedule(using, id, schedule.revision):
+        raise WorkflowStateError(f"Schedule {id!r} changed while it was being removed.")
+    return True
+
+
+def pause(id: str, *, using: str | None = None) -> ScheduleStatus:
+    """Stop the schedule's occurrences until resume(); its stored input is kept as it is."""
+    return _set_paused(id, True, using)
+
+
+def resume(id: str, *, using: str | None = None) -> ScheduleStatus:
+    """Start the occurrences again, from the first one after now."""
+    return _set_paused(id, False, using)
+
+
+def _set_paused(id: str, paused: bool, using: str | None) -> ScheduleStatus:
+    using = database_alias(using)
+    for _ in range(5):
+        now = clock.now()
+        schedule = _stored(using, id)
+        state = State.of(schedule)
+        wake_at = None
+        if not paused:
+            state.cursor, state.buffered = now, None
+            wake_at = next_wake(timing_of(schedule), schedule.spec, state, now)
+        if store.set_paused(
+            using,
+            id,
+            schedule.revision,
+            paused=paused,
+            state=state.json(),
+            wake_at=wake_at,
+            now=now,
+        ):
+            return _status(store.decoded(_stored(using, id)))
+    raise WorkflowStateError(f"Schedule {id!r} kept changing while it was being paused or resumed.")
+
+
+def trigger(id: str, *, using: str | None = None) -> StartResult:
+    """Start an occurrence now, whatever `overlap` says and even while the schedule is paused,
+    with now as its time. Needs a process that registers the schedule's workflow (and version,
+    when the schedule pins one): raises WorkflowNotFoundError otherwise."""
+    from .client import get_status
+
+    using = database_alias(using)
+    schedule = store.decoded(_stored(using, id))
+    now = clock.now()
+    now = now.replace(microsecond=now.microsecond // 1000 * 1000)  # ids keep milliseconds
+    instance_id = start_occurrence(using, schedule, now)
+    status = get_status(instance_id, using=using)
+    assert status is not None
+    return StartResult(status.id, status.workflow, status.version, True, status.status)
+
+
+def preview(
+    id_or_spec: str | Schedule | dict[str, Any],
+    *,
+    start: datetime | None = None,
+    count: int = 10,
+    using: str | None = None,
+) -> builtins.list[datetime]:
+    """The next `count` occurrences after `start` (default now), as aware UTC datetimes, of a
+    saved schedule (its id), a Schedule, or a timing given as a dict (`cron`, `every`, `rrule`,
+    `tz`, `start_at`, `end_at`)."""
+    if not isinstance(count, int) or count < 1:
+        raise ValueError(f"count must be a positive integer, not {count!r}.")
+    after = start or clock.now()
+    if isinstance(id_or_spec, str):
+        check_schedule_id(id_or_spec)
+        schedule = _stored(database_alias(using), id_or_spec)
+        state = State.of(schedule)
+        limit = schedule.spec.get("limit")
+        if limit is not None:
+            count = min(count, max(limit - state.runs, 0))
+        return occurrences.upcoming(timing_of(schedule), after, count)
+    if isinstance(id_or_spec, Schedule):
+        fields = {
+            name: getattr(id_or_spec, name)
+            for name in ("cron", "every", "rrule", "tz", "start_at", "end_at")
+        }
+    elif isinstance(id_or_spec, dict):
+        fields = dict(id_or_spec)
+    else:
+        raise TypeError(f"preview() takes a schedule id, a Schedule or a dict, not {id_or_spec!r}.")
+    if fields.get("rrule") and fields.get("start_at") is None:
+        fields["anchor"] = after
+    return occurrences.upcoming(occurrences.timing(**fields), after, count)
