@@ -332,15 +332,16 @@ class Scheduler:
     def _run(self, schedule: WorkflowSchedule, token: str, now: datetime) -> None:
         if schedule.declared and schedule.pk not in declared_in_code(self.workflows):
             # Another process's code declares it: only such processes start its occurrences.
-            store.write_schedule(
-                self.using,
-                schedule.pk,
-                token,
-                now=now,
-                state=schedule.state,
-                wake_at=now + CONFIRM_EVERY,
-                release=True,
-            )
+            self._hand_back(schedule, token, now)
+            return
+        registered = (
+            registry.get(schedule.workflow, schedule.version)
+            if schedule.version is not None
+            else registry.latest(schedule.workflow)
+        )
+        if registered is None:
+            # Pinned to a version this process does not register: leave it to one that does.
+            self._hand_back(schedule, token, now)
             return
         try:
             store.decoded(schedule)
@@ -348,15 +349,7 @@ class Scheduler:
             logger.error(
                 "Schedule %s cannot be read: %s It is left alone for a minute.", schedule.pk, error
             )
-            store.write_schedule(
-                self.using,
-                schedule.pk,
-                token,
-                now=now,
-                state=schedule.state,
-                wake_at=now + CONFIRM_EVERY,
-                release=True,
-            )
+            self._hand_back(schedule, token, now)
             return
         spec = schedule.spec
         timing = timing_of(schedule)
@@ -394,6 +387,18 @@ class Scheduler:
             now=now,
             state=state.json(),
             wake_at=next_wake(timing, spec, state, now),
+            release=True,
+        )
+
+    def _hand_back(self, schedule: WorkflowSchedule, token: str, now: datetime) -> None:
+        """Leave the schedule as it is, for a minute, to a process that can start it."""
+        store.write_schedule(
+            self.using,
+            schedule.pk,
+            token,
+            now=now,
+            state=schedule.state,
+            wake_at=now + CONFIRM_EVERY,
             release=True,
         )
 

@@ -418,6 +418,30 @@ def test_upsert_replaces_and_remove_deletes_leaving_instances_running(reminder, 
         schedules.remove("r1")
 
 
+def test_a_pinned_version_runs_only_where_that_version_is_registered(define, workflow_clock):
+    @define("pinned", version=1)
+    def pinned_v1(ctx, input):
+        return "v1"
+
+    @define("pinned", version=2)
+    def pinned_v2(ctx, input):
+        return "v2"
+
+    schedules.upsert("pin", workflow="pinned", version=1, every="1h", overlap="allow")
+    workflow_clock.advance("1h")
+    wf.drain()
+    [first] = started("pin")
+    assert wf.get_status(first).output == "v1"
+    registry.unregister(pinned_v1)  # a process of newer code only
+    workflow_clock.advance("1h")
+    wf.drain()
+    assert started("pin") == [first]  # left to a process that registers version 1
+    registry.register(pinned_v1)
+    workflow_clock.advance("1m")
+    wf.drain()
+    assert started("pin") == [first, "pin@2026-01-01T02:00:00.000Z"]
+
+
 def test_pause_stops_occurrences_and_resume_starts_from_the_next_one(reminder, workflow_clock):
     schedules.upsert("paused", workflow="reorder-reminder", every="1h", input={"user_id": "p"})
     assert schedules.pause("paused").paused is True
