@@ -34,6 +34,10 @@ STALE_AFTER = timedelta(minutes=5)  # a declared schedule nobody confirmed for t
 MISSED_GRACE = timedelta(minutes=1)  # missed="skip": an occurrence found this late still starts
 MISSED_MAX = 100  # missed="all": at most the latest 100
 BUFFER_RECHECK = timedelta(minutes=1)
+# A worker that cannot start a due schedule (its code does not declare it, or it does not register
+# the pinned version) hands it back for this long while missed="skip" would still start the due
+# occurrence, so that a worker that can start it finds it within its minute; else for a minute.
+HAND_BACK_SOON = timedelta(seconds=5)
 
 
 # -- spec and state ------------------------------------------------------------------------------
@@ -113,14 +117,20 @@ def next_wake(timing: Timing, spec: dict[str, Any], state: State, now: datetime)
 
 
 def declared_in_code(names: list[str] | None = None) -> dict[str, tuple[Workflow, Schedule]]:
-    """The schedules this process's code declares, by id: the highest version's declaration."""
-    found: dict[str, tuple[Workflow, Schedule]] = {}
+    """The schedules this process's code declares, by id.
+
+    A workflow's schedules are those of its highest registered version (like its limits): an
+    older version kept registered for its unfinished instances declares nothing, so a schedule
+    that the new version drops or renames goes."""
+    latest: dict[str, Workflow] = {}
     for definition in registry.all():  # by name, then version: a higher version comes later
-        if names is not None and definition.name not in names:
-            continue
-        for schedule in definition.schedules:
-            found[schedule.id] = (definition, schedule)
-    return found
+        if names is None or definition.name in names:
+            latest[definition.name] = definition
+    return {
+        schedule.id: (definition, schedule)
+        for definition in latest.values()
+        for schedule in definition.schedules
+    }
 
 
 def _declared_spec(schedule: Schedule, anchor: datetime | None) -> dict[str, Any]:
@@ -144,10 +154,9 @@ def _declared_spec(schedule: Schedule, anchor: datetime | None) -> dict[str, Any
 
 
 def _same(stored: WorkflowSchedule, definition: Workflow, spec: dict[str, Any]) -> bool:
-    """Whether the stored schedule is this declaration (the rrule's anchor aside)."""
+    """Whether the stored schedule is this declaration, whichever version of the workflow saved
+    it (the rrule's anchor aside)."""
     if not stored.declared or stored.workflow != definition.name:
-        return False
-    if stored.version != definition.version:
         return False
     mine = {**spec, "timing": {**spec["timing"], "anchor": None}}
     theirs = {**stored.spec, "timing": {**stored.spec.get("timing", {}), "anchor": None}}
@@ -159,7 +168,8 @@ def sync_declared(using: str, now: datetime | None = None) -> None:
     the declared schedules nobody confirmed for five minutes that this code does not declare.
 
     A schedule another process confirms is left as it is while a newer version of its workflow
-    declares it differently, so an old process restarting mid-deploy changes nothing."""
+    declares it (or another workflow does), so an old process restarting mid-deploy changes
+    nothing. The same declaration saved by another version is taken over as it is."""
     now = now or clock.now()
     mine = declared_in_code()
     stored = {s.pk: s for s in store.list_schedules(using, declared=True, limit=100_000)}
@@ -186,7 +196,10 @@ def _sync_one(
     spec = _declared_spec(schedule, _time(anchor) or now)
     static_input = None if callable(schedule.input) else schedule.input
     if stored is None:
-        state = State(cursor=now, confirmed_at=now)
+        # From when the process started: now, or with a test's manual clock its start.
+        started = getattr(clock.get_clock(), "start", None)
+        cursor = started if isinstance(started, datetime) and started < now else now
+        state = State(cursor=cursor, confirmed_at=now)
         store.save_schedule(
             using,
             store.ScheduleSave(
@@ -207,12 +220,13 @@ def _sync_one(
         return
     state = State.of(stored)
     fresh = state.confirmed_at is not None and now - state.confirmed_at < STALE_AFTER
-    if _same(stored, definition, spec):
+    same = _same(stored, definition, spec)
+    if same and stored.version == definition.version:
         if state.confirmed_at is not None and now - state.confirmed_at < CONFIRM_EVERY:
             return
         # Confirm it, and save its input again under the codec's current key.
         state.confirmed_at = now
-        replace, paused, wake_at = False, stored.paused, stored.wake_at
+        replace = False
     else:
         newer = (
             stored.declared
@@ -222,10 +236,21 @@ def _sync_one(
         other_code = stored.declared and stored.workflow != definition.name
         if fresh and (newer or other_code):
             return  # another process's code owns it while it confirms it
-        # This code's declaration replaces the stored one: from its next occurrence on.
-        state = State(cursor=now, runs=state.runs if stored.declared else 0, confirmed_at=now)
+        if same:
+            # The same declaration, saved by another version of the workflow: this code takes
+            # it over as it is (its pending occurrences, runs and pause), its instances on this
+            # version from now on.
+            state.confirmed_at = now
+            replace = False
+        else:
+            # This code's declaration replaces the stored one: from its next occurrence on.
+            state = State(cursor=now, runs=state.runs if stored.declared else 0, confirmed_at=now)
+            replace = True
+    if replace:
         timing = occurrences.from_json(spec["timing"])
-        replace, paused, wake_at = True, False, next_wake(timing, spec, state, now)
+        paused, wake_at = False, next_wake(timing, spec, state, now)
+    else:
+        paused, wake_at = stored.paused, stored.wake_at
     store.save_schedule(
         using,
         store.ScheduleSave(
@@ -250,8 +275,9 @@ def _sync_one(
 
 def start_occurrence(
     using: str, schedule: WorkflowSchedule, at: datetime, *, definition: Workflow | None = None
-) -> str:
-    """Start the instance of one occurrence (idempotent: its id is `<schedule id>@<time>`)."""
+) -> tuple[str, bool]:
+    """Start the instance of one occurrence (idempotent: its id is `<schedule id>@<time>`).
+    Returns its id, and whether this call created it."""
     from .client import start_instance
 
     if definition is None:
@@ -263,7 +289,7 @@ def start_occurrence(
         if declared is not None and callable(declared[1].input):
             input = declared[1].input(ScheduleOccurrence(schedule.pk, at))
     try:
-        start_instance(
+        result = start_instance(
             definition,
             input,
             id=id,
@@ -273,8 +299,9 @@ def start_occurrence(
             using=using,
         )
     except WorkflowIdConflictError:
-        pass  # started before, by a worker whose write did not land: the occurrence is done
-    return id
+        # Started before (with another input), by a worker whose write did not land: done.
+        return id, False
+    return id, result.created
 
 
 def _before(timing: Timing, after: datetime, occurrence: datetime) -> datetime:
@@ -332,7 +359,7 @@ class Scheduler:
     def _run(self, schedule: WorkflowSchedule, token: str, now: datetime) -> None:
         if schedule.declared and schedule.pk not in declared_in_code(self.workflows):
             # Another process's code declares it: only such processes start its occurrences.
-            self._hand_back(schedule, token, now)
+            self._hand_back(schedule, token, now, soon=self._due_within_grace(schedule, now))
             return
         registered = (
             registry.get(schedule.workflow, schedule.version)
@@ -341,7 +368,7 @@ class Scheduler:
         )
         if registered is None:
             # Pinned to a version this process does not register: leave it to one that does.
-            self._hand_back(schedule, token, now)
+            self._hand_back(schedule, token, now, soon=self._due_within_grace(schedule, now))
             return
         try:
             store.decoded(schedule)
@@ -390,17 +417,27 @@ class Scheduler:
             release=True,
         )
 
-    def _hand_back(self, schedule: WorkflowSchedule, token: str, now: datetime) -> None:
-        """Leave the schedule as it is, for a minute, to a process that can start it."""
+    def _hand_back(
+        self, schedule: WorkflowSchedule, token: str, now: datetime, *, soon: bool = False
+    ) -> None:
+        """Leave the schedule as it is to a process that can start it: due again in a minute,
+        or `soon` (HAND_BACK_SOON)."""
         store.write_schedule(
             self.using,
             schedule.pk,
             token,
             now=now,
             state=schedule.state,
-            wake_at=now + CONFIRM_EVERY,
+            wake_at=now + (HAND_BACK_SOON if soon else CONFIRM_EVERY),
             release=True,
         )
+
+    @staticmethod
+    def _due_within_grace(schedule: WorkflowSchedule, now: datetime) -> bool:
+        """Whether an occurrence is due that missed="skip" still starts if found by now + a
+        minute: handed back for a minute, it would be found too late."""
+        latest = occurrences.between(timing_of(schedule), State.of(schedule).cursor, now, 1)
+        return bool(latest) and now - latest[-1] <= MISSED_GRACE
 
     def _overlap_allows(
         self, schedule: WorkflowSchedule, state: State, at: datetime, now: datetime
@@ -408,9 +445,12 @@ class Scheduler:
         overlap = schedule.spec.get("overlap", "skip")
         if overlap == "allow":
             return True
+        # The occurrence's own instance is no overlap: a run repeated after a crash (or a lost
+        # write) finds the instance it started, which start_occurrence() then counts as started.
         running = list(
             WorkflowInstance.objects.using(self.using)
             .filter(schedule_id=schedule.pk, status__in=UNFINISHED)
+            .exclude(pk=occurrences.occurrence_id(schedule.pk, at))
             .values_list("id", flat=True)
         )
         if not running:

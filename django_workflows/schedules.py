@@ -22,7 +22,7 @@ from .jsonvalues import to_json
 from .models import WorkflowSchedule
 from .registry import registry
 from .results import StartResult
-from .scheduler import State, next_wake, spec_of, start_occurrence, timing_of
+from .scheduler import State, declared_in_code, next_wake, spec_of, start_occurrence, timing_of
 from .store import schedules as store
 
 __all__ = [
@@ -127,6 +127,12 @@ def upsert(
     does not register, and WorkflowStateError for a schedule declared in code."""
     using = database_alias(using)
     check_schedule_options(id, missed=missed, overlap=overlap, limit=limit, priority=priority)
+    declared = declared_in_code().get(id)
+    if declared is not None:  # declared in this code, even before a worker saved it
+        raise WorkflowStateError(
+            f"Schedule {id!r} is declared in the code of workflow {declared[0].name!r}: "
+            f"change it there."
+        )
     definition = registry.resolve(workflow, version)
     value = to_json(input, f"The input of schedule {id!r}", using=using)
     for _ in range(5):  # another change raced this one: read it again
@@ -199,15 +205,17 @@ def remove(id: str, *, using: str | None = None) -> bool:
     """Delete a schedule saved with upsert(); the instances it started go on. Raises
     WorkflowNotFoundError for an unknown id and WorkflowStateError for a declared schedule."""
     using = database_alias(using)
-    schedule = _stored(using, id)
-    if schedule.declared:
-        raise WorkflowStateError(
-            f"Schedule {id!r} is declared in the code of workflow {schedule.workflow!r}: remove "
-            f"it there."
-        )
-    if not store.delete_schedule(using, id, schedule.revision):
-        raise WorkflowStateError(f"Schedule {id!r} changed while it was being removed.")
-    return True
+    for _ in range(5):  # a worker wrote to it meanwhile: read it again
+        schedule = _stored(using, id)
+        if schedule.declared:
+            raise WorkflowStateError(
+                f"Schedule {id!r} is declared in the code of workflow {schedule.workflow!r}: "
+                f"remove it there."
+            )
+        # Conditional on the revision read: never deletes a declared one saved meanwhile.
+        if store.delete_schedule(using, id, schedule.revision):
+            return True
+    raise WorkflowStateError(f"Schedule {id!r} kept changing while it was being removed.")
 
 
 def pause(id: str, *, using: str | None = None) -> ScheduleStatus:
@@ -216,7 +224,8 @@ def pause(id: str, *, using: str | None = None) -> ScheduleStatus:
 
 
 def resume(id: str, *, using: str | None = None) -> ScheduleStatus:
-    """Start the occurrences again, from the first one after now."""
+    """Start the occurrences of a paused schedule again, from the first one after now. A
+    schedule that isn't paused is left as it is (its due occurrences still start)."""
     return _set_paused(id, False, using)
 
 
@@ -225,6 +234,8 @@ def _set_paused(id: str, paused: bool, using: str | None) -> ScheduleStatus:
     for _ in range(5):
         now = clock.now()
         schedule = _stored(using, id)
+        if not paused and not schedule.paused:
+            return _status(store.decoded(schedule))
         state = State.of(schedule)
         wake_at = None
         if not paused:
@@ -253,10 +264,10 @@ def trigger(id: str, *, using: str | None = None) -> StartResult:
     schedule = store.decoded(_stored(using, id))
     now = clock.now()
     now = now.replace(microsecond=now.microsecond // 1000 * 1000)  # ids keep milliseconds
-    instance_id = start_occurrence(using, schedule, now)
+    instance_id, created = start_occurrence(using, schedule, now)
     status = get_status(instance_id, using=using)
     assert status is not None
-    return StartResult(status.id, status.workflow, status.version, True, status.status)
+    return StartResult(status.id, status.workflow, status.version, created, status.status)
 
 
 def preview(

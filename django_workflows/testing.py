@@ -25,7 +25,10 @@ class ManualClock:
     def __init__(self, start: datetime = datetime(2026, 1, 1, tzinfo=UTC)):
         if start.tzinfo is None:
             raise ValueError("ManualClock needs an aware datetime.")
-        self._now = start.astimezone(UTC)
+        # When the test's world began: declared schedules count their occurrences from here,
+        # as if the process had saved them as it started, before the test moved the clock.
+        self.start = start.astimezone(UTC)
+        self._now = self.start
         self._lock = threading.Lock()
 
     def now(self) -> datetime:

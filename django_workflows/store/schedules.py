@@ -202,7 +202,8 @@ def set_paused(
 
 def wake_schedule(using: str, id: str, now: datetime) -> None:
     """An instance the schedule started ended: if the schedule buffers an occurrence behind it
-    (overlap "buffer-one"), make it due now."""
+    (overlap "buffer-one"), make it due now. Bumps the revision like every other write, so a
+    save conditional on the revision read before (a confirmation) can't put the wake time back."""
     WorkflowSchedule.objects.using(using).filter(
         pk=id, wake_at__gt=now, spec__overlap="buffer-one"
-    ).update(wake_at=now)
+    ).update(wake_at=now, revision=F("revision") + 1)
