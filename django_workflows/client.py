@@ -102,8 +102,11 @@ def start_instance(
     rate_limit_key: str | None = None,
     schedule_id: str | None = None,
     scheduled_at: datetime | None = None,
+    parent_id: str | None = None,
+    parent_close: str | None = None,
 ) -> StartResult:
-    """start() of a resolved definition; a schedule's occurrence passes its id and time too."""
+    """start() of a resolved definition; a schedule's occurrence passes its id and time too,
+    a child its parent's id and what becomes of it when the parent ends."""
     value = to_json(input, f'The input of workflow "{definition.name}"', using=using)
     if id is None:
         id = str(uuid.uuid4())
@@ -130,6 +133,8 @@ def start_instance(
         rate_limit_key=rate_limit_key,
         schedule_id=schedule_id,
         scheduled_at=scheduled_at,
+        parent_id=parent_id,
+        parent_close=parent_close,
         created_at=now,
         updated_at=now,
     )
@@ -146,11 +151,13 @@ def start_instance(
     stored, created = create(using)
     if not created and (
         stored.workflow != definition.name
+        or stored.parent_id != parent_id
         or payloads.decode_value("input", stored.input, payloads.instance_at(id, "input")) != value
     ):
         raise WorkflowIdConflictError(
             f"Instance {id!r} exists already, of workflow {stored.workflow!r} with another "
-            f"input. Start it with the same workflow and input to get it back, or use another id."
+            f"input{' or parent' if stored.parent_id or parent_id else ''}. Start it with the same "
+            f"workflow and input to get it back, or use another id."
         )
     return StartResult(stored.id, stored.workflow, stored.version, created, stored.status)
 
@@ -191,6 +198,8 @@ def signal(
     name = signal.name if isinstance(signal, WorkflowSignal) else signal
     if not isinstance(name, str) or not name:
         raise TypeError(f"Expected a WorkflowSignal or a signal name, got {signal!r}.")
+    if name.startswith("$"):
+        raise ValueError(f"Signal names starting with '$' are the engine's own, not {name!r}.")
     check_key("The signal name", name, using)
     check_key("The signal key", key, using)
     check_key("The signal id", id, using)

@@ -10,12 +10,14 @@ from . import clock
 from .conf import database_alias
 from .durations import Duration, parse_duration
 from .engine import journal
+from .engine.children import end_signal
 from .errors import WorkflowNotFoundError, WorkflowStateError
 from .events import emit
 from .models import FINISHED, UNFINISHED, Status
 from .results import InstanceStatus, PurgeResult
 from .store import instances as store
 from .store import maintenance, payloads
+from .store.signals import record_signal
 
 UNSET: Any = object()
 """retry()'s `timeout` when not given: the instance keeps its deadline."""
@@ -144,7 +146,17 @@ def delete(id: str, *, force: bool = False, using: str | None = None) -> bool:
             f"Instance {id!r} is {row.status}: delete an unfinished instance with force=True "
             f"(its compensations do not run)."
         )
-    deleted = maintenance.delete_instance(using, id, statuses)
+    with transaction.atomic(using=using):
+        deleted = maintenance.delete_instance(using, id, statuses)
+        if deleted in UNFINISHED and row.parent_id:
+            # A child deleted before it ended: its parent's wait ends with WorkflowDeletedError.
+            error = {
+                "name": "WorkflowDeletedError",
+                "message": f"Instance {id!r} was deleted while {deleted}, before it ended.",
+            }
+            record_signal(
+                using, **end_signal(row, deleted, None, error), now=clock.now(), locked=False
+            )
     if deleted is None:
         raise WorkflowStateError(f"Instance {id!r} changed while it was being deleted.")
     emit(

@@ -42,6 +42,41 @@ class TimerCondition:
     until: datetime | None
 
 
+@dataclass(frozen=True)
+class ChildCondition(SignalCondition):
+    """A child's end, in wait_for_any(): the signal its final write records for its parent."""
+
+    child: ChildHandle | None = None
+
+
+class ChildHandle:
+    """A child workflow started with ctx.start_child(): its `id`, and `result()`, which waits
+    for it to end and returns its output (or raises ChildWorkflowFailedError). Also a condition
+    of ctx.wait_for_any()."""
+
+    def __init__(self, id: str, workflow: str, ctx: WorkflowContext):
+        self.id = id
+        self.workflow = workflow
+        self._ctx = ctx
+
+    def __repr__(self) -> str:
+        return f"ChildHandle(id={self.id!r}, workflow={self.workflow!r})"
+
+    def condition(self) -> ChildCondition:
+        from .children import CHILD_SIGNAL
+
+        return ChildCondition(CHILD_SIGNAL, self.id, None, self)
+
+    def result(self) -> Any:
+        """Wait for the child to end (journaled as `$result:<id>`): its output, or
+        ChildWorkflowFailedError when it failed, was cancelled, terminated or deleted."""
+        from .children import outcome
+        from .waits import wait
+
+        ended = wait(self._ctx._x, f"$result:{self.id}", {"child": self.condition()}, kind="child")
+        return outcome(self, ended.value)
+
+
 class StepContext:
     """What a step's function (and a compensation) receives."""
 
@@ -236,14 +271,63 @@ class WorkflowContext:
                 f'wait_for_any("{name}") needs at least one condition.'
             )
         for key, condition in merged.items():
-            if not isinstance(condition, SignalCondition | TimerCondition):
+            if isinstance(condition, ChildHandle):
+                merged[key] = condition.condition()
+            elif not isinstance(condition, SignalCondition | TimerCondition):
                 raise errors.WorkflowDefinitionError(
-                    f'wait_for_any("{name}"): condition {key!r} must be ctx.signal_wait() or ctx.timer(), '
-                    f"not {condition!r}."
+                    f'wait_for_any("{name}"): condition {key!r} must be ctx.signal_wait(), '
+                    f"ctx.timer() or a child's handle, not {condition!r}."
                 )
+        from .children import outcome
         from .waits import wait
 
-        return wait(self._x, name, merged)
+        won = wait(self._x, name, merged)
+        winner = merged[won.key]
+        if isinstance(winner, ChildCondition) and winner.child is not None:
+            return WaitOutcome(won.key, outcome(winner.child, won.value))
+        return won
+
+    # -- children ------------------------------------------------------------------------------
+
+    def start_child(
+        self,
+        workflow: Any,
+        input: Any = None,
+        *,
+        id: str | None = None,
+        version: int | None = None,
+        timeout: Duration | None = None,
+        parent_close: str = "cancel",
+        priority: int | None = None,
+        concurrency_key: str | None = None,
+        rate_limit_key: str | None = None,
+    ) -> ChildHandle:
+        """Start a child workflow (once: a replay gets the same child back); its handle.
+
+        `id` defaults to `<this instance's id>/<workflow>#<n>`, n counting that workflow's
+        children in this run; give children started from gather() branches an id of your own.
+        `parent_close` says what becomes of the child if it is still running when this instance
+        ends or starts compensating: "cancel" (the default), "terminate" or "abandon".
+        """
+        from .children import start_child
+
+        return start_child(
+            self,
+            self._x,
+            workflow,
+            input,
+            id=id,
+            version=version,
+            timeout=timeout,
+            parent_close=parent_close,
+            priority=priority,
+            concurrency_key=concurrency_key,
+            rate_limit_key=rate_limit_key,
+        )
+
+    def execute_child(self, workflow: Any, input: Any = None, **options: Any) -> Any:
+        """start_child(), then wait for the child's end: its output, or ChildWorkflowFailedError."""
+        return self.start_child(workflow, input, **options).result()
 
     # -- structure -----------------------------------------------------------------------------
 

@@ -13,7 +13,7 @@ from ..models import Status, WorkflowInstance
 from ..retries import default_retry
 from ..store import instances as store
 from ..store import schedules as schedules_store
-from . import journal
+from . import children, journal
 from .context import StepContext, WorkflowContext
 from .interrupts import (
     Cancel,
@@ -158,6 +158,14 @@ class Execution(Runtime):
         _log_unreadable(self.instance, error)
         return "unreadable"
 
+    def _close_children(self, why: str) -> None:
+        """The children still running when this instance ends or starts compensating: cancel,
+        terminate or leave each, as its `parent_close` says."""
+        try:
+            self._on_owner(lambda: children.close_children(self.using, self.instance.id, why=why))
+        except Exception:
+            logger.exception("Instance %s could not close its children.", self.instance.id)
+
     def _cancel_error(self, terminate: bool) -> errors.WorkflowError:
         reason = self.flags.reason
         if terminate:
@@ -182,6 +190,7 @@ class Execution(Runtime):
             return self._finish(_UNDONE_AS.get(error["name"], Status.FAILED), error=error)
         self.write(changes={"status": Status.COMPENSATING, "error": error})
         self.instance.status = Status.COMPENSATING
+        self._close_children(f"Its parent {self.instance.id!r} is compensating.")
         self._emit("workflow-compensating", error=error)
         return self._compensate(compensations, error)
 
@@ -309,9 +318,15 @@ class Execution(Runtime):
     ) -> str:
         changes: dict[str, Any] = {"status": status, "output": output, "error": error}
         self.write(
-            changes=changes, release=store.Release(None, [], self.last_signal_id, self._had_waits)
+            changes=changes,
+            release=store.Release(None, [], self.last_signal_id, self._had_waits),
+            # A child tells its parent in the same transaction: its end is never lost.
+            signal=children.end_signal(self.instance, status, output, error)
+            if self.instance.parent_id
+            else None,
         )
         wakeups.instance_ended(self.instance.id)
+        self._close_children(f"Its parent {self.instance.id!r} ended {status}.")
         schedule_id = self.instance.schedule_id
         if schedule_id:  # an occurrence buffered behind this one can start now
             now = self.now()

@@ -100,7 +100,7 @@ class Runtime:
         self.consumed: set[int] = {
             doc["result"]["signal_id"]
             for doc in self.journal.values()
-            if doc.get("kind") == "wait"
+            if doc.get("kind") in ("wait", "child")
             and isinstance(doc.get("result"), dict)
             and doc["result"].get("signal_id") is not None
         }
@@ -119,6 +119,7 @@ class Runtime:
         self._lock = threading.RLock()
         self._local = threading.local()
         self._counters: dict[tuple[int, ...], int] = {}
+        self._children: dict[str, int] = {}  # children started in this run, per workflow
         self._owner = threading.get_ident()
         self._requests: queue.Queue[Any] = queue.Queue()
         self._signals: dict[tuple[str, str | None], list[Any]] = {}
@@ -148,6 +149,12 @@ class Runtime:
             count = self._counters.get(path, 0)
             self._counters[path] = count + 1
             return (*path, count)
+
+    def next_child_number(self, workflow: str) -> int:
+        """1 for the first child of `workflow` this run starts, 2 for the next..."""
+        with self._lock:
+            self._children[workflow] = self._children.get(workflow, 0) + 1
+            return self._children[workflow]
 
     def _define_error(
         self, error: errors.WorkflowDefinitionError
@@ -400,14 +407,16 @@ class Runtime:
         changes: dict[str, Any] | None = None,
         release: store.Release | None = None,
         guarded: dict[str, dict[str, Any]] | None = None,
+        signal: dict[str, Any] | None = None,
     ) -> store.LeaseFlags:
-        return self._on_owner(lambda: self._write(changes or {}, release, guarded or {}))
+        return self._on_owner(lambda: self._write(changes or {}, release, guarded or {}, signal))
 
     def _write(
         self,
         changes: dict[str, Any],
         release: store.Release | None,
         guarded: dict[str, dict[str, Any]],
+        signal: dict[str, Any] | None = None,
     ) -> store.LeaseFlags:
         with self._lock:
             entries, self.pending = self.pending, {}
@@ -438,6 +447,7 @@ class Runtime:
                 changes=changes,
                 lease_until=now + self.lease_duration if extend else None,
                 release=release,
+                signal=signal,
             ),
         )
         if flags is None:

@@ -14,8 +14,8 @@ if TYPE_CHECKING:
     from .runtime import Runtime
 
 
-def wait(x: Runtime, name: str, conditions: dict[str, Any]) -> WaitOutcome:
-    position, entry = x.enter(name, "wait")
+def wait(x: Runtime, name: str, conditions: dict[str, Any], *, kind: str = "wait") -> WaitOutcome:
+    position, entry = x.enter(name, kind)
     if entry is not None and entry["status"] == journal.COMPLETED:
         return WaitOutcome(entry["result"]["key"], copy.deepcopy(entry["result"]["value"]))
     x.check_interrupts(name, entry)
@@ -30,7 +30,7 @@ def wait(x: Runtime, name: str, conditions: dict[str, Any]) -> WaitOutcome:
         entry = x.record(
             name,
             position,
-            kind="wait",
+            kind=kind,
             status=journal.PENDING,
             started_at=journal.timestamp(now),
             deadlines=recorded,

@@ -1,0 +1,133 @@
+"""Child workflows: started from a parent's run, journaled, and awaited like a signal.
+
+Starting a child is journaled as `$child:<id>`; the child is an instance of its own, with
+`parent_id` and `parent_close`. When it ends, its final write records the signal `$child` keyed
+by its id, with its status, output and error, in the same transaction (the store contract's
+"how a child that ends tells its parent"): the parent waits for that signal as `$result:<id>`,
+so a child that ends first, or while the parent runs, is never missed.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import TYPE_CHECKING, Any
+
+from .. import errors
+from ..durations import Duration
+from ..jsonvalues import to_json
+from ..models import UNFINISHED, Status, WorkflowInstance
+from ..registry import registry
+from . import journal
+
+if TYPE_CHECKING:
+    from .context import ChildHandle, WorkflowContext
+    from .runtime import Runtime
+
+CHILD_SIGNAL = "$child"  # the signal a child's final write records for its parent, keyed by its id
+PARENT_CLOSE = ("cancel", "terminate", "abandon")
+
+
+def start_child(
+    ctx: WorkflowContext,
+    x: Runtime,
+    workflow: Any,
+    input: Any,
+    *,
+    id: str | None,
+    version: int | None,
+    timeout: Duration | None,
+    parent_close: str,
+    priority: int | None,
+    concurrency_key: str | None,
+    rate_limit_key: str | None,
+) -> ChildHandle:
+    """Start the child once (a replay gets the same one back) and return its handle."""
+    from ..client import check_key, start_instance
+    from .context import ChildHandle
+
+    x._guard_step("ctx.start_child()")
+    if parent_close not in PARENT_CLOSE:
+        raise errors.WorkflowDefinitionError(
+            f"parent_close must be one of {', '.join(PARENT_CLOSE)}, not {parent_close!r}."
+        )
+    definition = registry.resolve(workflow, version)
+    if id is None:
+        id = f"{x.instance.id}/{definition.name}#{x.next_child_number(definition.name)}"
+    check_key("The child's id", id, x.using)
+    name = f"$child:{id}"
+    position, entry = x.enter(name, "child")
+    if entry is not None and entry["status"] == journal.COMPLETED:
+        return ChildHandle(id, entry["result"]["workflow"], ctx)
+    x.check_interrupts(name, entry)
+    value = to_json(input, f'The input of child workflow "{definition.name}"', using=x.using)
+    inherited = priority if priority is not None else (x.instance.priority or None)
+    now = x.now()
+    x._on_owner(
+        lambda: start_instance(
+            definition,
+            value,
+            id=id,
+            using=x.using,
+            timeout=timeout,
+            priority=inherited,
+            concurrency_key=concurrency_key,
+            rate_limit_key=rate_limit_key,
+            parent_id=x.instance.id,
+            parent_close=parent_close,
+        )
+    )
+    x.record(
+        name,
+        position,
+        kind="child",
+        status=journal.COMPLETED,
+        started_at=journal.timestamp(now),
+        finished_at=journal.timestamp(now),
+        result={"id": id, "workflow": definition.name, "version": definition.version},
+    )
+    x._emit(
+        "child-started",
+        child=id,
+        child_workflow=definition.name,
+        child_version=definition.version,
+    )
+    return ChildHandle(id, definition.name, ctx)
+
+
+def outcome(handle: ChildHandle, ended: dict[str, Any]) -> Any:
+    """A child's end as its parent sees it: the output, or ChildWorkflowFailedError."""
+    if ended.get("status") == Status.COMPLETED:
+        return copy.deepcopy(ended.get("output"))
+    error = ended.get("error") or {}
+    raise errors.ChildWorkflowFailedError(
+        f"Child {handle.id!r} ({handle.workflow}) ended {ended.get('status')}: "
+        f"{error.get('message', '')}",
+        workflow=handle.workflow,
+        instance_id=handle.id,
+        status=ended.get("status"),
+        cause=error,
+    )
+
+
+def end_signal(instance: WorkflowInstance, status: str, output: Any, error: Any) -> dict[str, Any]:
+    """The signal a child's final write records for its parent."""
+    return {
+        "name": CHILD_SIGNAL,
+        "key": instance.id,
+        "dedupe_id": None,
+        "payload": {"status": status, "output": output, "error": error},
+    }
+
+
+def close_children(using: str, parent_id: str, *, why: str) -> None:
+    """Apply each unfinished child's `parent_close`: cancel it, terminate it, or leave it."""
+    from ..client import cancel, terminate
+
+    children = WorkflowInstance.objects.using(using).filter(
+        parent_id=parent_id, status__in=UNFINISHED
+    )
+    for child_id, close in children.values_list("id", "parent_close"):
+        if close == "terminate":
+            terminate(child_id, reason=why, using=using)
+        elif close != "abandon":
+            cancel(child_id, reason=why, using=using)
