@@ -24,6 +24,7 @@ from .models import WorkflowInstance
 from .registry import registry
 from .scheduler import Scheduler
 from .store import instances as store
+from .store import limits
 from .store import vendor as store_vendor
 
 logger = logging.getLogger("django_workflows")
@@ -59,6 +60,7 @@ class Worker:
         self.workflows = list(workflows) if workflows else None
         for name in self.workflows or []:
             registry.resolve(name)  # WorkflowNotFoundError names what is registered
+        self.concurrency_rules, self.rate_rules = limit_rules(self.workflows)
         self.scheduler = Scheduler(
             database_alias(using),
             self.id,
@@ -85,6 +87,8 @@ class Worker:
             lease_until=now + self.lease_duration,
             limit=limit,
             workflows=registry.pairs(self.workflows),
+            concurrency=self.concurrency_rules,
+            rates=self.rate_rules,
         )
         return claim.instances, claim, token
 
@@ -337,6 +341,31 @@ def _refresh_connections() -> None:
             max_age and connection.close_at is not None and time.monotonic() >= connection.close_at
         ):
             connection.close()
+
+
+def limit_rules(
+    names: list[str] | None,
+) -> tuple[dict[str, limits.ConcurrencyRule], dict[str, limits.RateRule]]:
+    """The concurrency and rate limits a claim applies, by workflow name: those of the highest
+    registered version, for all its versions."""
+    concurrency: dict[str, limits.ConcurrencyRule] = {}
+    rates: dict[str, limits.RateRule] = {}
+    for name in sorted({name for name, _ in registry.pairs(names)}):
+        definition = registry.latest(name)
+        if definition is None:
+            continue
+        if definition.concurrency:
+            concurrency[name] = limits.ConcurrencyRule(
+                limit=next((c.limit for c in definition.concurrency if c.key is None), None),
+                per_key=next((c.limit for c in definition.concurrency if c.key is not None), None),
+            )
+        if definition.rate_limit:
+            windows = {
+                r.key is not None: limits.Window(r.max, parse_duration(r.duration, "duration"))
+                for r in definition.rate_limit
+            }
+            rates[name] = limits.RateRule(limit=windows.get(False), per_key=windows.get(True))
+    return concurrency, rates
 
 
 def drain(*, using: str | None = None) -> int:

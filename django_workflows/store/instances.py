@@ -18,7 +18,7 @@ from django.db.models import Case, F, Max, Q, Value, When
 
 from ..errors import WorkflowPayloadError
 from ..models import FINISHED, JournalEntry, Signal, Status, Wait, WorkflowInstance
-from . import payloads, vendor
+from . import limits, payloads, vendor
 
 
 @dataclass(frozen=True)
@@ -174,25 +174,35 @@ def claim(
     lease_until: datetime,
     limit: int,
     workflows: list[tuple[str, int]],
+    concurrency: dict[str, limits.ConcurrencyRule] | None = None,
+    rates: dict[str, limits.RateRule] | None = None,
 ) -> Claim:
     """Lease up to `limit` due instances of `workflows` to one worker: lowest priority first,
-    then the most overdue. Two concurrent claims never return the same instance."""
+    then the most overdue. Two concurrent claims never return the same instance. With
+    `concurrency` and `rates` (by workflow name), only what the limits let start."""
     if not workflows or limit < 1:
         return Claim([], 0)
+    names = {name for name, _ in workflows}
+    concurrency = {k: v for k, v in (concurrency or {}).items() if k in names}
+    rates = {k: v for k, v in (rates or {}).items() if k in names}
     of_workflows = functools.reduce(
         operator.or_, (Q(workflow=name, version=version) for name, version in workflows)
     )
     due = Q(wake_at__lte=now) & (Q(lease_until__isnull=True) | Q(lease_until__lt=now))
     # One statement where the database can (its own transaction): the leased instances'
     # journals can be read after it commits, since nobody else writes them while leased.
-    fast = vendor.claim_in_one_statement(
-        using,
-        owner=owner,
-        token=token,
-        now=now,
-        lease_until=lease_until,
-        limit=limit,
-        workflows=workflows,
+    fast = (
+        NotImplemented
+        if concurrency or rates
+        else vendor.claim_in_one_statement(
+            using,
+            owner=owner,
+            token=token,
+            now=now,
+            lease_until=lease_until,
+            limit=limit,
+            workflows=workflows,
+        )
     )
     if fast is not NotImplemented:
         return _decoded(Claim(fast[0], fast[1], _journals(using, fast[0])))
@@ -205,7 +215,18 @@ def claim(
         )
         if vendor.skip_locked(using):
             candidates = candidates.select_for_update(skip_locked=True)
-        ids = vendor.mysql_claim_candidates(using, now=now, limit=limit, workflows=workflows)
+        if concurrency or rates:
+            ids = limits.pick(
+                using,
+                now=now,
+                limit=limit,
+                workflows=workflows,
+                due=due,
+                concurrency=concurrency,
+                rates=rates,
+            )
+        else:
+            ids = vendor.mysql_claim_candidates(using, now=now, limit=limit, workflows=workflows)
         if ids is NotImplemented:
             ids = list(candidates.values_list("id", flat=True)[:limit])
         if not ids:

@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 from django.db import DatabaseError, connections
 from django.db.models import Model
 from django.db.models.constants import OnConflict
+from django.db.models.fields import AutoFieldMixin
 from django.db.models.sql import InsertQuery
 
 from ..models import StoreLock
@@ -92,7 +93,12 @@ def _lock_row(cursor: Any, name: str, *, shared: bool) -> None:
 
 
 def mysql_claim_candidates(
-    using: str, *, now: Any, limit: int, workflows: list[tuple[str, int]]
+    using: str,
+    *,
+    now: Any,
+    limit: int,
+    workflows: list[tuple[str, int]],
+    where: tuple[str, list[Any]] = ("", []),
 ) -> list[str] | Any:
     """On MySQL and MariaDB, the ids a claim leases, locked (FOR UPDATE SKIP LOCKED), in claim
     order; NotImplemented elsewhere.
@@ -101,6 +107,8 @@ def mysql_claim_candidates(
     sorts first), so a scan in claim order would walk them all. Instead: the distinct
     priorities, from a loose index scan, then for each an index range scan from its first due
     instance, with FORCE INDEX (the optimizer otherwise prefers scanning the priority alone).
+    `where` adds a condition (SQL and its parameters): claims under limits pass over the full
+    workflows and keys.
     """
     from ..models import WorkflowInstance
 
@@ -118,11 +126,12 @@ def mysql_claim_candidates(
             params: list[Any] = [priority, adapt(_EARLIEST), adapt(now), adapt(now)]
             for name, version in workflows:
                 params += [name, version]
-            params.append(limit - len(ids))
+            params += [*where[1], limit - len(ids)]
             cursor.execute(
                 f"SELECT id FROM {table} FORCE INDEX (dw_instance_due) "
                 f"WHERE priority = %s AND wake_at >= %s AND wake_at <= %s "
                 f"AND (lease_until IS NULL OR lease_until < %s) AND ({pairs}) "
+                f"{'AND ' + where[0] if where[0] else ''} "
                 f"ORDER BY priority, wake_at, created_at, id LIMIT %s FOR UPDATE SKIP LOCKED",
                 params,
             )
@@ -142,7 +151,12 @@ def insert_ignore(obj: Model, using: str) -> bool:
     transaction on PostgreSQL that would abort the whole transaction.
     """
     model = type(obj)
-    fields = [f for f in model._meta.local_concrete_fields if not getattr(f, "generated", False)]
+    fields = [
+        f
+        for f in model._meta.local_concrete_fields
+        if not getattr(f, "generated", False)
+        and not (isinstance(f, AutoFieldMixin) and getattr(obj, f.attname) is None)
+    ]
     query = InsertQuery(model, on_conflict=OnConflict.IGNORE)
     query.insert_values(fields, [obj])
     connection = connections[using]

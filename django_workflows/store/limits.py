@@ -1,0 +1,356 @@
+"""Claims under concurrency and rate limits (the store contract's `claim()` with `limits` and
+`rateLimits`).
+
+An instance holds a concurrency slot while its lease is live. A rate-limit window admits `max`
+claims; it opens with the first claim after the previous one ended and closes `duration` later.
+Counting and leasing are one step: the claim takes a transaction-scoped lock per workflow with
+concurrency limits (in a fixed order) before it counts, and locks each window it takes room in
+(an insert-or-lock of its row, in a fixed order) and counts again under that lock, so two claims
+never take the last room. Candidates are taken in stages, so one busy key never holds back the
+others.
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+from collections import Counter
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db.models import Count, F, Q
+
+from ..models import RateLimitWindow, WorkflowInstance
+from . import vendor
+
+SCAN = 20  # candidates read per slot asked for: room for the ones passed over
+
+
+@dataclass(frozen=True)
+class ConcurrencyRule:
+    """At most `limit` instances of the workflow (any version) hold a slot, and at most
+    `per_key` of those with one concurrency key; None: no such limit."""
+
+    limit: int | None = None
+    per_key: int | None = None
+
+
+@dataclass(frozen=True)
+class Window:
+    max: int
+    duration: timedelta
+
+
+@dataclass(frozen=True)
+class RateRule:
+    """At most `limit.max` claims per window of the workflow, and `per_key.max` per window of
+    one rate-limit key; None: no such limit."""
+
+    limit: Window | None = None
+    per_key: Window | None = None
+
+
+@dataclass(frozen=True)
+class Candidate:
+    id: str
+    workflow: str
+    concurrency_key: str | None
+    rate_limit_key: str | None
+
+
+WindowId = tuple[str, str, str]  # (workflow, scope "workflow" or "key", key or "")
+
+
+def pick(
+    using: str,
+    *,
+    now: datetime,
+    limit: int,
+    workflows: list[tuple[str, int]],
+    due: Q,
+    concurrency: dict[str, ConcurrencyRule],
+    rates: dict[str, RateRule],
+) -> list[str]:
+    """Inside the claim's transaction: the ids to lease, in claim order, within every limit.
+
+    Takes the concurrency locks, locks the candidates (skipping those another claim holds),
+    and takes room in the rate-limit windows of the ones it returns."""
+    vendor.lock_names(using, [f"concurrency:{name}" for name in concurrency])
+    slots, key_slots = _free_slots(using, now, concurrency)
+    full = _full(using, now, concurrency, rates, slots, key_slots)
+    candidates = _candidates(
+        using, now=now, limit=limit * SCAN, workflows=workflows, due=due, full=full
+    )
+    if not candidates:
+        return []
+    room = _room(using, now, rates, candidates)
+    chosen = _stages(candidates, limit, concurrency, rates, slots, key_slots, room)
+    if not chosen or not rates:
+        return [c.id for c in chosen]
+    # Lock the windows the chosen take room in, count again, and keep what still fits.
+    needed = sorted({w for c in chosen for w, _ in _windows_of(c, rates)})
+    room = _lock_windows(using, now, rates, needed)
+    kept: list[Candidate] = []
+    taken: Counter[WindowId] = Counter()
+    for candidate in chosen:
+        windows = [w for w, _ in _windows_of(candidate, rates)]
+        if all(taken[w] < room[w] for w in windows):
+            kept.append(candidate)
+            taken.update(windows)
+    _take_room(using, now, rates, taken)
+    return [c.id for c in kept]
+
+
+@dataclass
+class Full:
+    """What has no room at all: whole workflows, and keys of a workflow (by column)."""
+
+    workflows: set[str]
+    keys: dict[tuple[str, str], set[str]]  # (workflow, "concurrency_key" | "rate_limit_key")
+
+    def q(self) -> Q:
+        """The candidates with room, as a filter."""
+        allowed = ~Q(workflow__in=sorted(self.workflows)) if self.workflows else Q()
+        for (workflow, column), keys in sorted(self.keys.items()):
+            allowed &= ~Q(workflow=workflow, **{f"{column}__in": sorted(keys)})
+        return allowed
+
+    def sql(self) -> tuple[str, list[Any]]:
+        """The same as SQL (for MySQL's hand-written candidates' scan)."""
+        parts: list[str] = []
+        params: list[Any] = []
+        if self.workflows:
+            parts.append(f"workflow NOT IN ({', '.join(['%s'] * len(self.workflows))})")
+            params += sorted(self.workflows)
+        for (workflow, column), keys in sorted(self.keys.items()):
+            parts.append(
+                f"NOT (workflow = %s AND {column} IS NOT NULL "
+                f"AND {column} IN ({', '.join(['%s'] * len(keys))}))"
+            )
+            params += [workflow, *sorted(keys)]
+        return " AND ".join(parts), params
+
+
+def _full(
+    using: str,
+    now: datetime,
+    concurrency: dict[str, ConcurrencyRule],
+    rates: dict[str, RateRule],
+    slots: dict[str, float],
+    key_slots: dict[tuple[str, str], float],
+) -> Full:
+    """The workflows and keys without a free slot or room in their window: the candidates'
+    scan passes over them, so a full key never fills the scan and holds back the others."""
+    full = Full({w for w, free in slots.items() if free <= 0}, {})
+    for (workflow, key), free in key_slots.items():
+        if free <= 0:
+            full.keys.setdefault((workflow, "concurrency_key"), set()).add(key)
+    if rates:
+        windows = RateLimitWindow.objects.using(using).filter(
+            workflow__in=list(rates), window_end__gt=now
+        )
+        for workflow, scope, key, count in windows.values_list("workflow", "scope", "key", "count"):
+            rule = rates[workflow]
+            window = rule.limit if scope == "workflow" else rule.per_key
+            if window is None or count < window.max:
+                continue
+            if scope == "workflow":
+                full.workflows.add(workflow)
+            else:
+                full.keys.setdefault((workflow, "rate_limit_key"), set()).add(key)
+    return full
+
+
+def _candidates(
+    using: str,
+    *,
+    now: datetime,
+    limit: int,
+    workflows: list[tuple[str, int]],
+    due: Q,
+    full: Full,
+) -> list[Candidate]:
+    """The due instances with room, in claim order, locked, skipping those another claim holds."""
+    ids = vendor.mysql_claim_candidates(
+        using, now=now, limit=limit, workflows=workflows, where=full.sql()
+    )
+    of_workflows = functools.reduce(
+        operator.or_, (Q(workflow=name, version=version) for name, version in workflows)
+    )
+    rows = WorkflowInstance.objects.using(using)
+    if ids is NotImplemented:
+        query = rows.filter(due, of_workflows, full.q()).order_by(
+            "priority", "wake_at", "created_at", "id"
+        )
+        if vendor.skip_locked(using):
+            query = query.select_for_update(skip_locked=True)
+        fields = query.values_list("id", "workflow", "concurrency_key", "rate_limit_key")[:limit]
+        return [Candidate(*row) for row in fields]
+    found = {
+        row[0]: Candidate(*row)
+        for row in rows.filter(pk__in=ids).values_list(
+            "id", "workflow", "concurrency_key", "rate_limit_key"
+        )
+    }
+    return [found[id] for id in ids if id in found]
+
+
+def _free_slots(
+    using: str, now: datetime, concurrency: dict[str, ConcurrencyRule]
+) -> tuple[dict[str, float], dict[tuple[str, str], float]]:
+    """Free slots per workflow and per (workflow, concurrency key): limit minus live leases."""
+    slots: dict[str, float] = {}
+    key_slots: dict[tuple[str, str], float] = {}
+    if not concurrency:
+        return slots, key_slots
+    live = (
+        WorkflowInstance.objects.using(using)
+        .filter(workflow__in=list(concurrency), lease_until__gte=now)
+        .values_list("workflow", "concurrency_key")
+        .annotate(n=Count("id"))
+    )
+    held: Counter[str] = Counter()
+    held_by_key: Counter[tuple[str, str]] = Counter()
+    for workflow, key, n in live:
+        held[workflow] += n
+        if key is not None:
+            held_by_key[(workflow, key)] += n
+    for workflow, rule in concurrency.items():
+        slots[workflow] = float("inf") if rule.limit is None else rule.limit - held[workflow]
+    for (workflow, key), n in held_by_key.items():
+        rule = concurrency[workflow]
+        if rule.per_key is not None:
+            key_slots[(workflow, key)] = rule.per_key - n
+    return slots, key_slots
+
+
+def _windows_of(candidate: Candidate, rates: dict[str, RateRule]) -> list[tuple[WindowId, Window]]:
+    rule = rates.get(candidate.workflow)
+    if rule is None:
+        return []
+    windows = []
+    if rule.limit is not None:
+        windows.append(((candidate.workflow, "workflow", ""), rule.limit))
+    if rule.per_key is not None and candidate.rate_limit_key is not None:
+        windows.append(((candidate.workflow, "key", candidate.rate_limit_key), rule.per_key))
+    return windows
+
+
+def _room(
+    using: str,
+    now: datetime,
+    rates: dict[str, RateRule],
+    candidates: list[Candidate],
+) -> dict[WindowId, float]:
+    """Room left in each window the candidates would take room in (a window that ended is
+    empty), read without a lock: pick() counts again under the windows' locks."""
+    wanted: dict[WindowId, Window] = {}
+    for candidate in candidates:
+        wanted.update(_windows_of(candidate, rates))
+    return _read_windows(using, now, wanted, locked=False)
+
+
+def _read_windows(
+    using: str, now: datetime, wanted: dict[WindowId, Window], *, locked: bool
+) -> dict[WindowId, float]:
+    room: dict[WindowId, float] = {w: float(rule.max) for w, rule in wanted.items()}
+    if not wanted:
+        return room
+    match = functools.reduce(operator.or_, (Q(workflow=w, scope=s, key=k) for (w, s, k) in wanted))
+    rows = RateLimitWindow.objects.using(using).filter(match)
+    if locked:
+        rows = rows.select_for_update().order_by("workflow", "scope", "key")
+    for workflow, scope, key, window_end, count in rows.values_list(
+        "workflow", "scope", "key", "window_end", "count"
+    ):
+        if window_end > now:
+            room[(workflow, scope, key)] = wanted[(workflow, scope, key)].max - count
+    return room
+
+
+def _lock_windows(
+    using: str, now: datetime, rates: dict[str, RateRule], needed: list[WindowId]
+) -> dict[WindowId, float]:
+    """Insert-or-lock each window's row, in a fixed order, and read its room under the lock."""
+    wanted: dict[WindowId, Window] = {}
+    for workflow, scope, key in needed:
+        rule = rates[workflow]
+        window = rule.limit if scope == "workflow" else rule.per_key
+        assert window is not None
+        wanted[(workflow, scope, key)] = window
+        vendor.insert_ignore(
+            RateLimitWindow(workflow=workflow, scope=scope, key=key, window_end=now, count=0),
+            using,
+        )
+    return _read_windows(using, now, wanted, locked=True)
+
+
+def _take_room(
+    using: str, now: datetime, rates: dict[str, RateRule], taken: Counter[WindowId]
+) -> None:
+    """Count the claims in their windows; a window that ended opens again, from now."""
+    for (workflow, scope, key), n in sorted(taken.items()):
+        rule = rates[workflow]
+        window = rule.limit if scope == "workflow" else rule.per_key
+        assert window is not None
+        row = RateLimitWindow.objects.using(using).filter(workflow=workflow, scope=scope, key=key)
+        if not row.filter(window_end__gt=now).update(count=F("count") + n):
+            row.update(window_end=now + window.duration, count=n)
+
+
+def _stages(
+    candidates: list[Candidate],
+    limit: int,
+    concurrency: dict[str, ConcurrencyRule],
+    rates: dict[str, RateRule],
+    slots: dict[str, float],
+    key_slots: dict[tuple[str, str], float],
+    room: dict[WindowId, float],
+) -> list[Candidate]:
+    """The contract's stages, in claim order throughout."""
+
+    def key_free(c: Candidate) -> float:
+        rule = concurrency.get(c.workflow)
+        if rule is None or rule.per_key is None or c.concurrency_key is None:
+            return float("inf")
+        return key_slots.get((c.workflow, c.concurrency_key), rule.per_key)
+
+    # 1. pass over every candidate with no room at all
+    stage = [
+        c
+        for c in candidates
+        if slots.get(c.workflow, float("inf")) > 0
+        and key_free(c) > 0
+        and all(room[w] > 0 for w, _ in _windows_of(c, rates))
+    ]
+    # 2. each concurrency key's first, as many as it has free slots
+    stage = _first(stage, lambda c: (c.workflow, c.concurrency_key), key_free)
+
+    # 3. of those, each rate key's first, as many as its window has room for
+    def key_room(c: Candidate) -> float:
+        keyed = [w for w, _ in _windows_of(c, rates) if w[1] == "key"]
+        return room[keyed[0]] if keyed else float("inf")
+
+    stage = _first(stage, lambda c: (c.workflow, "rate", c.rate_limit_key), key_room)
+
+    # 4. of those, each workflow's first, as many as its free slots and its window allow
+    def workflow_room(c: Candidate) -> float:
+        window = (c.workflow, "workflow", "")
+        return min(slots.get(c.workflow, float("inf")), room.get(window, float("inf")))
+
+    stage = _first(stage, lambda c: c.workflow, workflow_room)
+    # 5. then the first `limit`
+    return stage[:limit]
+
+
+def _first(candidates: list[Candidate], group: Any, allowed: Any) -> list[Candidate]:
+    """Each group's first candidates, as many as `allowed(candidate)` says, in order."""
+    taken: Counter[Any] = Counter()
+    kept = []
+    for candidate in candidates:
+        key = group(candidate)
+        if taken[key] < allowed(candidate):
+            kept.append(candidate)
+            taken[key] += 1
+    return kept
