@@ -208,3 +208,58 @@ def test_limits_validate_their_arguments():
         RateLimit(max=1, duration="soon")
     with pytest.raises(ValueError, match="at most one"):
         wf.workflow("two-keyless", concurrency=[Concurrency(1), Concurrency(2)])
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_real_worker_never_runs_two_orders_of_one_customer_at_once(define):
+    import threading
+    import time
+
+    from django.db import connections
+
+    from django_workflows.worker import Worker
+
+    spans: list[tuple[str, float, float]] = []
+    lock = threading.Lock()
+
+    def charge(user: str) -> None:
+        began = time.monotonic()
+        time.sleep(0.05)
+        with lock:
+            spans.append((user, began, time.monotonic()))
+
+    @define("charge-per-customer", concurrency=Concurrency(limit=1, key=lambda o: o["user"]))
+    def per_customer(ctx, order):
+        ctx.step("charge", lambda step: charge(order["user"]))
+
+    ids = [
+        wf.start("charge-per-customer", {"user": f"u{u}"}, id=f"o-{u}-{n}").id
+        for u in range(3)
+        for n in range(4)
+    ]
+    worker = Worker(concurrency=6, poll_interval="50ms")
+
+    def run() -> None:
+        try:
+            worker.run()
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if WorkflowInstance.objects.filter(id__in=ids, status="completed").count() == len(ids):
+                break
+            time.sleep(0.05)
+    finally:
+        worker.stop()
+        thread.join(30)
+    assert WorkflowInstance.objects.filter(id__in=ids, status="completed").count() == len(ids)
+    for user in ("u0", "u1", "u2"):
+        mine = sorted((b, e) for u, b, e in spans if u == user)
+        assert len(mine) == 4
+        assert all(prev[1] <= nxt[0] for prev, nxt in zip(mine, mine[1:], strict=False)), mine
+    # and different customers did run at once
+    assert any(b1 < e2 and b2 < e1 for u1, b1, e1 in spans for u2, b2, e2 in spans if u1 != u2)
