@@ -58,8 +58,10 @@ def retry(id: str, *, timeout: Duration | None = UNSET, using: str | None = None
                 )
             if kind == "step" and status in (journal.FAILED, journal.CANCELLED):
                 entries[name] = _attempts_back(doc)
-            elif kind in ("sleep", "wait") and status in (journal.PENDING, journal.CANCELLED):
-                drop.append(name)  # sleeps and waits it left start over
+            elif status in (journal.PENDING, journal.CANCELLED) and (
+                kind in ("sleep", "wait") or (kind == "child" and name.startswith("$result:"))
+            ):
+                drop.append(name)  # sleeps and waits it left start over, a child's end's too
         elif kind == "compensation" and status != journal.COMPLETED:
             entries[name] = _attempts_back(doc)
     error = row.error or {}

@@ -52,7 +52,7 @@ def start_child(
         )
     definition = registry.resolve(workflow, version)
     if id is None:
-        id = f"{x.instance.id}/{definition.name}#{x.next_child_number(definition.name)}"
+        id = _default_id(x, definition.name)
     check_key("The child's id", id, x.using)
     name = f"$child:{id}"
     position, entry = x.enter(name, "child")
@@ -94,6 +94,37 @@ def start_child(
     return ChildHandle(id, definition.name, ctx)
 
 
+def _default_id(x: Runtime, workflow: str) -> str:
+    """`<parent id>/<workflow>#<n>`, n counting that workflow's children in this run.
+
+    In a gather() branch the count depends on which branch gets there first, which a replay
+    can change: there, a child journaled at this very position is this call's child, and a new
+    child never takes a number a sibling branch journaled.
+    """
+    from .runtime import _sibling
+
+    prefix = f"{x.instance.id}/{workflow}#"
+    with x._lock:
+        path = x._path()
+        number = x.next_child_number(workflow)
+        if not path:  # not in a gather branch: the count is the same in every run
+            return f"{prefix}{number}"
+        position = (*path, x._counters.get(path, 0))  # the one enter() gives this call
+        started = {
+            doc["result"]["id"]: doc.get("pos")
+            for name, doc in x.journal.items()
+            if name.startswith("$child:")
+            and doc.get("kind") == "child"
+            and isinstance(doc.get("result"), dict)
+        }
+        for child_id, recorded in started.items():
+            if recorded == list(position) and child_id.startswith(prefix):
+                return child_id
+        while f"{prefix}{number}" in started and _sibling(started[f"{prefix}{number}"], position):
+            number = x.next_child_number(workflow)
+        return f"{prefix}{number}"
+
+
 def outcome(handle: ChildHandle, ended: dict[str, Any]) -> Any:
     """A child's end as its parent sees it: the output, or ChildWorkflowFailedError."""
     if ended.get("status") == Status.COMPLETED:
@@ -120,14 +151,19 @@ def end_signal(instance: WorkflowInstance, status: str, output: Any, error: Any)
 
 
 def close_children(using: str, parent_id: str, *, why: str) -> None:
-    """Apply each unfinished child's `parent_close`: cancel it, terminate it, or leave it."""
-    from ..client import cancel, terminate
+    """Apply each unfinished child's `parent_close`: cancel it, terminate it, or leave it.
+
+    Repeatable: a request made before is refused, not repeated."""
+    from .. import client
 
     children = WorkflowInstance.objects.using(using).filter(
         parent_id=parent_id, status__in=UNFINISHED
     )
     for child_id, close in children.values_list("id", "parent_close"):
-        if close == "terminate":
-            terminate(child_id, reason=why, using=using)
-        elif close != "abandon":
-            cancel(child_id, reason=why, using=using)
+        if close == "abandon":
+            continue
+        request = client.terminate if close == "terminate" else client.cancel
+        try:
+            request(child_id, reason=why, using=using)
+        except errors.WorkflowNotFoundError:
+            pass  # deleted in the meantime

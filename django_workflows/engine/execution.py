@@ -160,11 +160,14 @@ class Execution(Runtime):
 
     def _close_children(self, why: str) -> None:
         """The children still running when this instance ends or starts compensating: cancel,
-        terminate or leave each, as its `parent_close` says."""
-        try:
-            self._on_owner(lambda: children.close_children(self.using, self.instance.id, why=why))
-        except Exception:
-            logger.exception("Instance %s could not close its children.", self.instance.id)
+        terminate or leave each, as its `parent_close` says.
+
+        Before the write that ends the instance or starts its undo, and never skipped: once that
+        write lands, nothing runs the instance again to close them. If closing fails, the
+        execution stops without that write, and runs again once its lease expires."""
+        if self.stop_reason == "lease-lost":  # another execution decides now
+            raise LeaseLost()
+        self._on_owner(lambda: children.close_children(self.using, self.instance.id, why=why))
 
     def _cancel_error(self, terminate: bool) -> errors.WorkflowError:
         reason = self.flags.reason
@@ -188,9 +191,9 @@ class Execution(Runtime):
         compensations = sorted(self.compensations, key=lambda c: c.position, reverse=True)
         if not compensations:
             return self._finish(_UNDONE_AS.get(error["name"], Status.FAILED), error=error)
+        self._close_children(f"Its parent {self.instance.id!r} is compensating.")
         self.write(changes={"status": Status.COMPENSATING, "error": error})
         self.instance.status = Status.COMPENSATING
-        self._close_children(f"Its parent {self.instance.id!r} is compensating.")
         self._emit("workflow-compensating", error=error)
         return self._compensate(compensations, error)
 
@@ -317,6 +320,7 @@ class Execution(Runtime):
         self, status: str, *, output: Any = None, error: dict[str, Any] | None = None
     ) -> str:
         changes: dict[str, Any] = {"status": status, "output": output, "error": error}
+        self._close_children(f"Its parent {self.instance.id!r} ended {status}.")
         self.write(
             changes=changes,
             release=store.Release(None, [], self.last_signal_id, self._had_waits),
@@ -326,7 +330,6 @@ class Execution(Runtime):
             else None,
         )
         wakeups.instance_ended(self.instance.id)
-        self._close_children(f"Its parent {self.instance.id!r} ended {status}.")
         schedule_id = self.instance.schedule_id
         if schedule_id:  # an occurrence buffered behind this one can start now
             now = self.now()

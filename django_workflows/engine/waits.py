@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..results import WaitOutcome
 from . import journal
-from .context import SignalCondition, TimerCondition
+from .context import ChildCondition, SignalCondition, TimerCondition
 
 if TYPE_CHECKING:
     from .runtime import Runtime
@@ -44,7 +44,8 @@ def wait(x: Runtime, name: str, conditions: dict[str, Any], *, kind: str = "wait
         winner = None
         for key, condition in signal_conditions.items():
             for signal in x.signals(condition.signal, condition.key):
-                if signal.id in x.consumed:
+                # A signal goes to one wait; a child's end is a fact every wait for it sees.
+                if signal.id in x.consumed and not isinstance(condition, ChildCondition):
                     continue
                 if first_deadline is not None and signal.created_at > first_deadline:
                     break  # recorded after the deadline: the timer wins
