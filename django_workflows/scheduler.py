@@ -194,12 +194,10 @@ def _sync_one(
 ) -> None:
     anchor = (stored.spec.get("timing") or {}).get("anchor") if stored is not None else None
     spec = _declared_spec(schedule, _time(anchor) or now)
-    static_input = None if callable(schedule.input) else schedule.input
-    if stored is None:
-        # From when the process started: now, or with a test's manual clock its start.
-        started = getattr(clock.get_clock(), "start", None)
-        cursor = started if isinstance(started, datetime) and started < now else now
-        state = State(cursor=cursor, confirmed_at=now)
+
+    def save(
+        state: State, *, paused: bool, wake_at: datetime | None, revision: int | None, release: bool
+    ) -> None:
         store.save_schedule(
             using,
             store.ScheduleSave(
@@ -208,15 +206,23 @@ def _sync_one(
                 version=definition.version,
                 declared=True,
                 spec=spec,
-                input=static_input,
-                paused=False,
-                wake_at=next_wake(occurrences.from_json(spec["timing"]), spec, state, now),
+                input=None if callable(schedule.input) else schedule.input,
+                paused=paused,
+                wake_at=wake_at,
                 state=state.json(),
-                expect_revision=None,
-                release_lease=False,
+                expect_revision=revision,
+                release_lease=release,
                 now=now,
             ),
         )
+
+    if stored is None:
+        # From when the process started: now, or with a test's manual clock its start.
+        started = getattr(clock.get_clock(), "start", None)
+        cursor = started if isinstance(started, datetime) and started < now else now
+        state = State(cursor=cursor, confirmed_at=now)
+        wake_at = next_wake(occurrences.from_json(spec["timing"]), spec, state, now)
+        save(state, paused=False, wake_at=wake_at, revision=None, release=False)
         return
     state = State.of(stored)
     fresh = state.confirmed_at is not None and now - state.confirmed_at < STALE_AFTER
@@ -251,23 +257,7 @@ def _sync_one(
         paused, wake_at = False, next_wake(timing, spec, state, now)
     else:
         paused, wake_at = stored.paused, stored.wake_at
-    store.save_schedule(
-        using,
-        store.ScheduleSave(
-            id=schedule.id,
-            workflow=definition.name,
-            version=definition.version,
-            declared=True,
-            spec=spec,
-            input=static_input,
-            paused=paused,
-            wake_at=wake_at,
-            state=state.json(),
-            expect_revision=stored.revision,
-            release_lease=replace,
-            now=now,
-        ),
-    )
+    save(state, paused=paused, wake_at=wake_at, revision=stored.revision, release=replace)
 
 
 # -- starting occurrences -------------------------------------------------------------------------

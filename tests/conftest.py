@@ -60,3 +60,24 @@ def events():
     workflow_event.connect(receiver, weak=False)
     yield received
     workflow_event.disconnect(receiver)
+
+
+@pytest.fixture
+def define():
+    """`define(name, **options)` decorates a workflow for this test only: unregistered after."""
+    from django_workflows import workflow
+    from django_workflows.registry import registry
+
+    defined = []
+
+    def register(*args, **kwargs):
+        def decorate(fn):
+            definition = workflow(*args, **kwargs)(fn)
+            defined.append(definition)
+            return definition
+
+        return decorate
+
+    yield register
+    for definition in defined:
+        registry.unregister(definition)

@@ -12,30 +12,12 @@ import django_workflows as wf
 from django_workflows import WorkflowSignal
 from django_workflows.errors import ChildWorkflowFailedError
 from django_workflows.models import WorkflowInstance
-from django_workflows.registry import registry
 from tests.core.helpers import order
 
 pytestmark = pytest.mark.django_db
 
 delivered = WorkflowSignal("shipment.delivered")
 returned = WorkflowSignal("shipment.returned")
-
-
-@pytest.fixture
-def define():
-    defined = []
-
-    def register(*args, **kwargs):
-        def decorate(fn):
-            definition = wf.workflow(*args, **kwargs)(fn)
-            defined.append(definition)
-            return definition
-
-        return decorate
-
-    yield register
-    for definition in defined:
-        registry.unregister(definition)
 
 
 @pytest.fixture

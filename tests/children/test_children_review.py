@@ -11,26 +11,8 @@ from django.db import DatabaseError
 import django_workflows as wf
 from django_workflows import client
 from django_workflows.models import WorkflowInstance
-from django_workflows.registry import registry
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def define():
-    defined = []
-
-    def register(*args, **kwargs):
-        def decorate(fn):
-            definition = wf.workflow(*args, **kwargs)(fn)
-            defined.append(definition)
-            return definition
-
-        return decorate
-
-    yield register
-    for definition in defined:
-        registry.unregister(definition)
 
 
 def drain_all(clock, times=4):

@@ -21,23 +21,6 @@ from django_workflows.worker import limit_rules
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def define():
-    defined = []
-
-    def register(*args, **kwargs):
-        def decorate(fn):
-            definition = wf.workflow(*args, **kwargs)(fn)
-            defined.append(definition)
-            return definition
-
-        return decorate
-
-    yield register
-    for definition in defined:
-        registry.unregister(definition)
-
-
 def claim(*names: str, limit: int = 10) -> list[str]:
     """One worker's claim, with the limits of the registered code; the ids it leased."""
     concurrency, rates = limit_rules(list(names))

@@ -23,23 +23,6 @@ pytestmark = pytest.mark.django_db
 START = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-@pytest.fixture
-def define():
-    defined = []
-
-    def register(*args, **kwargs):
-        def decorate(fn):
-            definition = wf.workflow(*args, **kwargs)(fn)
-            defined.append(definition)
-            return definition
-
-        return decorate
-
-    yield register
-    for definition in defined:
-        registry.unregister(definition)
-
-
 def started(schedule_id: str) -> list[str]:
     return list(
         WorkflowInstance.objects.filter(schedule_id=schedule_id)

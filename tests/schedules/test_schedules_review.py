@@ -21,23 +21,6 @@ from django_workflows.store import schedules as schedule_store
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def define():
-    defined = []
-
-    def register(*args, **kwargs):
-        def decorate(fn):
-            definition = wf.workflow(*args, **kwargs)(fn)
-            defined.append(definition)
-            return definition
-
-        return decorate
-
-    yield register
-    for definition in defined:
-        registry.unregister(definition)
-
-
 def started(schedule_id: str) -> list[str]:
     return list(
         WorkflowInstance.objects.filter(schedule_id=schedule_id)

@@ -10,27 +10,9 @@ import time
 import pytest
 
 import django_workflows as wf
-from django_workflows import Retry, workflow
-from django_workflows.registry import registry
+from django_workflows import Retry
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def define():
-    defined = []
-
-    def register(*args, **kwargs):
-        def decorate(fn):
-            definition = workflow(*args, **kwargs)(fn)
-            defined.append(definition)
-            return definition
-
-        return decorate
-
-    yield register
-    for definition in defined:
-        registry.unregister(definition)
 
 
 def test_the_next_attempt_starts_from_the_last_checkpoint(define, workflow_clock):
