@@ -51,7 +51,8 @@ def _check_codecs() -> list[Any]:
 @register()
 def check_definitions(app_configs: Any = None, **kwargs: Any) -> list[Any]:
     """E003: a workflow name longer than its column. E007: one schedule id declared by two
-    workflows (a bad id, timing or option fails at the declaration, with a ValueError)."""
+    workflows (a bad id, timing or option fails at the declaration, with a ValueError). E008: a
+    concurrency or rate-limit key on a workflow whose limits in force have no per-key limit."""
     from .models import KEY_LENGTH
     from .registry import registry
 
@@ -68,6 +69,7 @@ def check_definitions(app_configs: Any = None, **kwargs: Any) -> list[Any]:
                         id="django_workflows.E007",
                     )
                 )
+        problems += _check_limit_keys(definition, registry.latest(definition.name))
         if len(definition.name) > KEY_LENGTH:
             problems.append(
                 Error(
@@ -128,6 +130,31 @@ def check_database(app_configs: Any = None, databases: Any = None, **kwargs: Any
                 Error(
                     f"MySQL {'.'.join(map(str, version))} lacks SELECT ... SKIP LOCKED: use 8.0.1 or newer.",
                     id="django_workflows.E005",
+                )
+            )
+    return problems
+
+
+def _check_limit_keys(definition: Any, latest: Any) -> list[Any]:
+    """E008: limits come from the highest registered version, for every version; a version
+    whose limit has a key, when the highest has no per-key limit of that kind, computes keys
+    (and start() takes them) that limit nothing."""
+    if latest is None or latest is definition:
+        return []
+    problems = []
+    for kind, keyed, in_force in (
+        ("concurrency", definition.key_limits, latest.key_limits),
+        ("rate-limit", definition.key_rate_limits, latest.key_rate_limits),
+    ):
+        if keyed and not in_force:
+            problems.append(
+                Error(
+                    f"Workflow {definition.name!r} version {definition.version} has a {kind} "
+                    f"key, but the limits in force, those of its highest registered version "
+                    f"({latest.version}), have no per-key {kind} limit: its keys limit nothing.",
+                    hint=f"Give version {latest.version} a {kind} limit with a key, or drop the key.",
+                    obj=definition.name,
+                    id="django_workflows.E008",
                 )
             )
     return problems

@@ -21,7 +21,7 @@ from typing import Any
 
 from django.db.models import Count, F, Q
 
-from ..models import RateLimitWindow, WorkflowInstance
+from ..models import RateLimitWindow, Status, WorkflowInstance
 from . import vendor
 
 SCAN = 20  # candidates read per slot asked for: room for the ones passed over
@@ -206,7 +206,13 @@ def _free_slots(
         return slots, key_slots
     live = (
         WorkflowInstance.objects.using(using)
-        .filter(workflow__in=list(concurrency), lease_until__gte=now)
+        # A live lease is a running or compensating instance's (every other status comes with
+        # its release): the status index then reads the few that run, not the workflow's history.
+        .filter(
+            status__in=[Status.RUNNING, Status.COMPENSATING],
+            workflow__in=list(concurrency),
+            lease_until__gte=now,
+        )
         .values_list("workflow", "concurrency_key")
         .annotate(n=Count("id"))
     )
@@ -248,19 +254,17 @@ def _room(
     wanted: dict[WindowId, Window] = {}
     for candidate in candidates:
         wanted.update(_windows_of(candidate, rates))
-    return _read_windows(using, now, wanted, locked=False)
+    return _read_windows(using, now, wanted)
 
 
 def _read_windows(
-    using: str, now: datetime, wanted: dict[WindowId, Window], *, locked: bool
+    using: str, now: datetime, wanted: dict[WindowId, Window]
 ) -> dict[WindowId, float]:
     room: dict[WindowId, float] = {w: float(rule.max) for w, rule in wanted.items()}
     if not wanted:
         return room
     match = functools.reduce(operator.or_, (Q(workflow=w, scope=s, key=k) for (w, s, k) in wanted))
     rows = RateLimitWindow.objects.using(using).filter(match)
-    if locked:
-        rows = rows.select_for_update().order_by("workflow", "scope", "key")
     for workflow, scope, key, window_end, count in rows.values_list(
         "workflow", "scope", "key", "window_end", "count"
     ):
@@ -272,18 +276,34 @@ def _read_windows(
 def _lock_windows(
     using: str, now: datetime, rates: dict[str, RateRule], needed: list[WindowId]
 ) -> dict[WindowId, float]:
-    """Insert-or-lock each window's row, in a fixed order, and read its room under the lock."""
-    wanted: dict[WindowId, Window] = {}
+    """Insert-or-lock each window's row, one at a time in a fixed order (Python's, which the
+    database's collation needn't share), and read its room under the lock.
+
+    FOR UPDATE first: an INSERT that finds the row there locks it shared on MySQL/MariaDB, and
+    two claims upgrading that lock deadlock. Only a missing row is inserted (a purge may delete
+    one while this waits for its lock: then it is inserted again)."""
+    rows = RateLimitWindow.objects.using(using)
+    room: dict[WindowId, float] = {}
     for workflow, scope, key in needed:
         rule = rates[workflow]
         window = rule.limit if scope == "workflow" else rule.per_key
         assert window is not None
-        wanted[(workflow, scope, key)] = window
-        vendor.insert_ignore(
-            RateLimitWindow(workflow=workflow, scope=scope, key=key, window_end=now, count=0),
-            using,
-        )
-    return _read_windows(using, now, wanted, locked=True)
+        room[(workflow, scope, key)] = float(window.max)
+        row = rows.filter(workflow=workflow, scope=scope, key=key).select_for_update()
+        for _ in range(5):
+            found = list(row.values_list("window_end", "count"))
+            if found:
+                break
+            vendor.insert_ignore(
+                RateLimitWindow(workflow=workflow, scope=scope, key=key, window_end=now, count=0),
+                using,
+            )
+        else:
+            raise RuntimeError(f"Rate-limit window {(workflow, scope, key)!r} could not be locked.")
+        window_end, count = found[0]
+        if window_end > now:
+            room[(workflow, scope, key)] = window.max - count
+    return room
 
 
 def _take_room(

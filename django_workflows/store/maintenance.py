@@ -151,17 +151,25 @@ def purge(using: str, *, statuses: list[str], before: datetime, limit: int) -> P
             else 0
         )
 
+    return Purged(instances, signals, _purge_windows(using, before=before, limit=limit))
+
+
+@vendor.retries_deadlocks
+def _purge_windows(using: str, *, before: datetime, limit: int) -> int:
+    """Delete up to `limit` rate-limit windows that ended before `before`, passing over those a
+    claim locks. On MySQL/MariaDB a claim locks a window by its unique key, then its row, and
+    the delete takes them the other way round: when one such claim waits for a window this
+    locked, the database breaks the deadlock, and whichever it rolled back runs again."""
     with transaction.atomic(using=using):
         vendor.take_write_lock(using)
         windows = RateLimitWindow.objects.using(using).filter(window_end__lt=before)
         if vendor.skip_locked(using):
             windows = windows.select_for_update(skip_locked=True)
         window_ids = list(windows.order_by("id").values_list("id", flat=True)[:limit])
-        rate_limits = (
+        return (
             RateLimitWindow.objects.using(using)
             .filter(id__in=window_ids, window_end__lt=before)
             ._raw_delete(using)
             if window_ids
             else 0
         )
-    return Purged(instances, signals, rate_limits)

@@ -1,0 +1,113 @@
+"""Claims under limits racing each other, from a review against the store contract: the locks
+they take on rate-limit windows, and purge deleting windows while claims lock them."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.db.models import QuerySet
+
+import django_workflows as wf
+from django_workflows import RateLimit, clock
+from django_workflows.models import RateLimitWindow, WorkflowInstance
+from django_workflows.registry import registry
+from django_workflows.store import instances as store
+from django_workflows.worker import limit_rules
+
+from .conftest import race, threads_for
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def claim_once(name: str, *, limit: int = 1) -> list[str]:
+    concurrency, rates = limit_rules([name])
+    now = clock.now()
+    claimed = store.claim(
+        "default",
+        owner=threading.current_thread().name,
+        token=uuid.uuid4().hex,
+        now=now,
+        lease_until=now + timedelta(minutes=5),
+        limit=limit,
+        workflows=registry.pairs([name]),
+        concurrency=concurrency,
+        rates=rates,
+    )
+    return [i.id for i in claimed.instances]
+
+
+def claim_all(name: str, *, limit: int = 1) -> list[str]:
+    got: list[str] = []
+    for _ in range(500):
+        ids = claim_once(name, limit=limit)
+        if not ids:
+            return got
+        got += ids
+    raise AssertionError("claims never ran dry")
+
+
+def test_claims_taking_room_in_one_window_never_deadlock(define, caplog):
+    # Each claim locks the window it takes room in. Locking it by an insert that finds the row
+    # there (MySQL/MariaDB: a shared lock on the duplicate) and then FOR UPDATE is the classic
+    # lock upgrade two claims deadlock on; the claim's retries then hide it, at a cost.
+    @define("review-window", rate_limit=RateLimit(max=10_000, duration="1h", key=lambda i: i["k"]))
+    def rated(ctx, input):
+        return None
+
+    n = 120 if connection.vendor != "sqlite" else 20
+    for i in range(n):
+        wf.start("review-window", {"k": ["Beta", "alpha", "gamma"][i % 3]}, id=f"w-{i}")
+    claim_once("review-window")  # the windows' rows exist from here on
+    caplog.set_level(logging.DEBUG, logger="django_workflows")
+    results = race([lambda: claim_all("review-window", limit=2)] * threads_for(8, 3))
+    claimed = [id for r in results for id in r]
+    assert len(claimed) == n - 1 == len(set(claimed))
+    deadlocks = [r for r in caplog.records if "Deadlock in claim" in r.getMessage()]
+    assert not deadlocks, f"{len(deadlocks)} claims deadlocked and ran again"
+
+
+def test_a_purge_deleting_a_window_a_claim_waits_for_keeps_the_claims_count(define, monkeypatch):
+    # Purge locks the ended windows (SKIP LOCKED) and deletes them; a claim that takes room in
+    # one meanwhile waits for its lock. Its count must land in a window row all the same (or
+    # the next claims see an empty window and admit `max` more), and neither may fail.
+    @define("review-purged", rate_limit=RateLimit(max=1, duration="1h"))
+    def rated(ctx, input):
+        return None
+
+    wf.start("review-purged", {}, id="p-1")
+    wf.start("review-purged", {}, id="p-2")
+    RateLimitWindow.objects.create(
+        workflow="review-purged",
+        scope="workflow",
+        key="",
+        window_end=clock.now() - timedelta(days=2),
+        count=1,
+    )
+    locked = threading.Event()
+    raw_delete = QuerySet._raw_delete
+
+    def paused_delete(self, using):
+        if self.model is RateLimitWindow and not locked.is_set():
+            locked.set()  # purge holds the window: the claim reaches it meanwhile
+            time.sleep(0.5)
+        return raw_delete(self, using)
+
+    monkeypatch.setattr(QuerySet, "_raw_delete", paused_delete)
+
+    def claim() -> list[str]:
+        locked.wait(10)
+        return claim_once("review-purged")
+
+    purged, claimed = race([lambda: wf.purge(older_than="1d"), claim])
+    assert claimed == ["p-1"]
+    assert purged.rate_limits in (0, 1)
+    window = RateLimitWindow.objects.get(workflow="review-purged", scope="workflow")
+    assert window.count == 1 and window.window_end > clock.now()
+    WorkflowInstance.objects.filter(pk="p-1").update(lease_until=None, lease_token=None)
+    assert claim_once("review-purged") == []  # the window holds the claim: it is full
