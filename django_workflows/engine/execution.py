@@ -167,7 +167,10 @@ class Execution(Runtime):
         execution stops without that write, and runs again once its lease expires."""
         if self.stop_reason == "lease-lost":  # another execution decides now
             raise LeaseLost()
-        self._on_owner(lambda: children.close_children(self.using, self.instance.id, why=why))
+        with self._lock:  # its journal says whether it started any: most never do
+            started = any(name.startswith("$child:") for name in self.journal)
+        if started:
+            self._on_owner(lambda: children.close_children(self.using, self.instance.id, why=why))
 
     def _cancel_error(self, terminate: bool) -> errors.WorkflowError:
         reason = self.flags.reason
