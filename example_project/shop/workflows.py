@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django_workflows import Retry, WorkflowSignal, workflow
+from django_workflows import Concurrency, RateLimit, Retry, WorkflowSignal, workflow
 
 from . import inventory, mail, payments
 
@@ -22,7 +22,14 @@ def fulfilment_id(order_id: str) -> str:
     return f"order-{order_id}"
 
 
-@workflow("order-fulfilment", timeout="30d")
+@workflow(
+    "order-fulfilment",
+    timeout="30d",
+    # One execution per customer at a time, so two of their orders never charge their card at once.
+    concurrency=Concurrency(limit=1, key=lambda order: order["user_id"]),
+    # Each execution sends the payment provider one request at most: a charge, or a refund.
+    rate_limit=RateLimit(max=10, duration="1s"),
+)
 def fulfil_order(ctx: Any, order: dict[str, Any]) -> dict[str, Any]:
     """Charge the card, reserve the stock, wait for the delivery, then ask for a review."""
     charge = ctx.step(

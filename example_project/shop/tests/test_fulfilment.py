@@ -278,3 +278,24 @@ def test_a_payment_provider_outage_is_retried_after_two_seconds(place, clock, mo
     assert instance.journal[0].name == "charge-payment"
     assert instance.journal[0].attempt == 2
     assert Charge.objects.count() == 1
+
+
+def test_the_payment_provider_gets_at_most_ten_requests_a_second(clock) -> None:
+    for n in range(12):
+        services.place_order(f"u_{n}", ITEMS)
+
+    # Every execution counts toward the rate limit's window: ten start, two wait for the next.
+    assert django_workflows.drain() == 10
+    assert Charge.objects.count() == 10
+    clock.advance("1s")
+    assert django_workflows.drain() == 2
+    assert Charge.objects.count() == 12
+
+
+def test_each_fulfilment_counts_toward_its_customers_concurrency_limit(clock) -> None:
+    from django_workflows.models import WorkflowInstance
+
+    order, fulfilment = services.place_order("u_42", ITEMS)
+
+    # The key is computed from the input when the fulfilment starts: the customer's id.
+    assert WorkflowInstance.objects.get(pk=fulfilment.id).concurrency_key == "u_42"
