@@ -58,7 +58,8 @@ class PayloadCodec(Protocol):
 
     def decode(self, stored: str, where: str) -> Any:
         """The value `encode(value, where)` was given; raise WorkflowPayloadError when it cannot
-        be read (a key that is not listed, a payload changed or moved from another place)."""
+        be read (a key that is not listed, a payload changed or moved from another place).
+        Anything else it raises is taken the same way: the payload cannot be read now."""
 
 
 class AesGcmPayloadCodec:
@@ -249,7 +250,15 @@ def decode(stored: Any, at: str) -> Any:
     codec_id, colon, body = stored[len(PREFIX) :].partition(":")
     for codec in configured_codecs():
         if codec.id == codec_id:
-            return codec.decode(body, at)
+            try:
+                return codec.decode(body, at)
+            except WorkflowPayloadError:
+                raise
+            except Exception as error:  # a codec of one's own: its key service down, say
+                raise WorkflowPayloadError(
+                    f"The payload at {at} failed to decode with codec {codec_id!r}: {error!r}",
+                    key=codec_id,
+                ) from error
     listed = ", ".join(codec.id for codec in configured_codecs()) or "none"
     raise WorkflowPayloadError(
         f"The payload at {at} was encoded by codec {codec_id!r}, which DJANGO_WORKFLOWS['CODEC'] "

@@ -70,16 +70,25 @@ def encode_instance(instance: WorkflowInstance) -> WorkflowInstance:
 
 def decode_instance(instance: WorkflowInstance, *, strict: bool = True) -> WorkflowInstance:
     """Decode a loaded instance's payload fields in place. Strict: raise WorkflowPayloadError
-    when one cannot be read; otherwise leave it None and note the error in `unreadable`."""
+    when one cannot be read (the instance left as loaded); otherwise note the error in
+    `unreadable` and leave the instance without its payloads, every one of them None but its
+    error's name, which stays readable."""
     instance.unreadable = None  # type: ignore[attr-defined]
+    decoded: dict[str, Any] = {}
     for field in INSTANCE_FIELDS:
         try:
-            value = decode_value(field, getattr(instance, field), instance_at(instance.pk, field))
+            decoded[field] = decode_value(
+                field, getattr(instance, field), instance_at(instance.pk, field)
+            )
         except WorkflowPayloadError as error:
             if strict:
                 raise
             instance.unreadable = error  # type: ignore[attr-defined]
-            value = None
+    if instance.unreadable is not None:  # type: ignore[attr-defined]
+        name = instance.error.get("name") if isinstance(instance.error, dict) else None
+        decoded = dict.fromkeys(INSTANCE_FIELDS)
+        decoded["error"] = None if name is None else {"name": name}
+    for field, value in decoded.items():
         setattr(instance, field, value)
     return instance
 
