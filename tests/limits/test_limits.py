@@ -17,6 +17,7 @@ from django_workflows.models import RateLimitWindow, WorkflowInstance
 from django_workflows.registry import registry
 from django_workflows.store import instances as store
 from django_workflows.worker import limit_rules
+from tests.helpers import wait_until, worker_thread
 
 pytestmark = pytest.mark.django_db
 
@@ -198,10 +199,6 @@ def test_a_real_worker_never_runs_two_orders_of_one_customer_at_once(define):
     import threading
     import time
 
-    from django.db import connections
-
-    from django_workflows.worker import Worker
-
     spans: list[tuple[str, float, float]] = []
     lock = threading.Lock()
 
@@ -220,25 +217,13 @@ def test_a_real_worker_never_runs_two_orders_of_one_customer_at_once(define):
         for u in range(3)
         for n in range(4)
     ]
-    worker = Worker(concurrency=6, poll_interval="50ms")
 
-    def run() -> None:
-        try:
-            worker.run()
-        finally:
-            connections.close_all()
+    def all_completed() -> bool:
+        done = WorkflowInstance.objects.filter(id__in=ids, status="completed").count()
+        return done == len(ids)
 
-    thread = threading.Thread(target=run)
-    thread.start()
-    try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if WorkflowInstance.objects.filter(id__in=ids, status="completed").count() == len(ids):
-                break
-            time.sleep(0.05)
-    finally:
-        worker.stop()
-        thread.join(30)
+    with worker_thread(concurrency=6, poll_interval="50ms"):
+        wait_until(all_completed, 30)
     assert WorkflowInstance.objects.filter(id__in=ids, status="completed").count() == len(ids)
     for user in ("u0", "u1", "u2"):
         mine = sorted((b, e) for u, b, e in spans if u == user)

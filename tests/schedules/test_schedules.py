@@ -17,22 +17,12 @@ from django_workflows.models import WorkflowInstance, WorkflowSchedule
 from django_workflows.registry import registry
 from django_workflows.scheduler import sync_declared
 from django_workflows.testing import ManualClock, use_clock
+from tests.helpers import wait_until, worker_thread
+from tests.schedules.helpers import at, started
 
 pytestmark = pytest.mark.django_db
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
-
-
-def started(schedule_id: str) -> list[str]:
-    return list(
-        WorkflowInstance.objects.filter(schedule_id=schedule_id)
-        .order_by("scheduled_at")
-        .values_list("id", flat=True)
-    )
-
-
-def at(text: str) -> datetime:
-    return datetime.fromisoformat(text).replace(tzinfo=UTC)
 
 
 # -- declared schedules ----------------------------------------------------------------------------
@@ -513,34 +503,12 @@ def test_the_system_check_reports_one_schedule_id_declared_by_two_workflows(defi
 
 @pytest.mark.django_db(transaction=True)
 def test_a_real_clock_worker_thread_starts_an_every_second_schedule(define):
-    import threading
-    import time
-
-    from django.db import connections
-
-    from django_workflows.worker import Worker
-
     @define("tick", schedules=[Schedule("tick", every="1s", overlap="allow")])
     def tick(ctx, input):
         return ctx.schedule.at.isoformat()
 
-    worker = Worker(poll_interval="200ms")
-
-    def run() -> None:
-        try:
-            worker.run()
-        finally:
-            connections.close_all()
-
-    thread = threading.Thread(target=run)
-    thread.start()
-    try:
-        deadline = time.monotonic() + 10
-        while len(started("tick")) < 2 and time.monotonic() < deadline:
-            time.sleep(0.1)
-    finally:
-        worker.stop()
-        thread.join(10)
+    with worker_thread(poll_interval="200ms"):
+        wait_until(lambda: len(started("tick")) >= 2, 10)
     ids = started("tick")
     assert len(ids) >= 2, ids
     assert all(id.startswith("tick@") and id.endswith(".000Z") for id in ids)

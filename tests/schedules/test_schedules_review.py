@@ -7,30 +7,19 @@ by swapping definitions in the registry between drains.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import pytest
 
 import django_workflows as wf
 from django_workflows import Schedule, schedules
-from django_workflows.models import WorkflowInstance, WorkflowSchedule
+from django_workflows.models import WorkflowSchedule
 from django_workflows.registry import registry
 from django_workflows.scheduler import State, sync_declared
 from django_workflows.store import schedules as schedule_store
+from tests.schedules.helpers import at, started
 
 pytestmark = pytest.mark.django_db
-
-
-def started(schedule_id: str) -> list[str]:
-    return list(
-        WorkflowInstance.objects.filter(schedule_id=schedule_id)
-        .order_by("scheduled_at")
-        .values_list("id", flat=True)
-    )
-
-
-def at(text: str) -> datetime:
-    return datetime.fromisoformat(text).replace(tzinfo=UTC)
 
 
 def swap(old, new) -> None:
