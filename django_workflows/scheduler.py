@@ -264,20 +264,27 @@ def _sync_one(
 
 
 def start_occurrence(
-    using: str, schedule: WorkflowSchedule, at: datetime, *, definition: Workflow | None = None
+    using: str,
+    schedule: WorkflowSchedule,
+    at: datetime,
+    *,
+    definition: Workflow | None = None,
+    declaration: Schedule | None = None,
 ) -> tuple[str, bool]:
     """Start the instance of one occurrence (idempotent: its id is `<schedule id>@<time>`).
-    Returns its id, and whether this call created it."""
+    Returns its id, and whether this call created it. `definition` and `declaration` (the
+    code's Schedule, for an input function) are looked up when not given."""
     from .client import start_instance
 
     if definition is None:
         definition = _definition(schedule)
+    if declaration is None and schedule.declared:
+        found = declared_in_code().get(schedule.pk)
+        declaration = found[1] if found is not None else None
     id = occurrences.occurrence_id(schedule.pk, at)
     input = schedule.input
-    if schedule.declared:
-        declared = declared_in_code().get(schedule.pk)
-        if declared is not None and callable(declared[1].input):
-            input = declared[1].input(ScheduleOccurrence(schedule.pk, at))
+    if declaration is not None and callable(declaration.input):
+        input = declaration.input(ScheduleOccurrence(schedule.pk, at))
     try:
         result = start_instance(
             definition,
@@ -347,7 +354,8 @@ class Scheduler:
         return handled
 
     def _run(self, schedule: WorkflowSchedule, token: str, now: datetime) -> None:
-        if schedule.declared and schedule.pk not in declared_in_code(self.workflows):
+        declared = declared_in_code(self.workflows).get(schedule.pk) if schedule.declared else None
+        if schedule.declared and declared is None:
             # Another process's code declares it: only such processes start its occurrences.
             self._hand_back(schedule, token, now, soon=self._due_within_grace(schedule, now))
             return
@@ -395,7 +403,13 @@ class Scheduler:
             if limit is not None and state.runs >= limit:
                 break
             if self._overlap_allows(schedule, state, at, now):
-                start_occurrence(self.using, schedule, at)
+                start_occurrence(
+                    self.using,
+                    schedule,
+                    at,
+                    definition=registered,
+                    declaration=declared[1] if declared is not None else None,
+                )
                 state.runs += 1
         store.write_schedule(
             self.using,

@@ -42,3 +42,30 @@ def wait_until(condition: Callable[[], bool], timeout: float) -> bool:
             return True
         time.sleep(0.05)
     return condition()
+
+
+def claim_ids(names: list[str], *, limit: int, lease: str = "30s") -> list[str]:
+    """One claim as a worker of this thread makes it, with the limits of the registered code
+    (the highest version's): the ids it leased, each for `lease`."""
+    import uuid
+
+    from django_workflows import clock
+    from django_workflows.durations import parse_duration
+    from django_workflows.registry import registry
+    from django_workflows.store import instances as store
+    from django_workflows.worker import limit_rules
+
+    concurrency, rates = limit_rules(names)
+    now = clock.now()
+    claimed = store.claim(
+        "default",
+        owner=threading.current_thread().name,
+        token=uuid.uuid4().hex,
+        now=now,
+        lease_until=now + parse_duration(lease, "lease"),
+        limit=limit,
+        workflows=registry.pairs(names),
+        concurrency=concurrency,
+        rates=rates,
+    )
+    return [i.id for i in claimed.instances]

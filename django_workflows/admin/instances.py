@@ -29,6 +29,7 @@ from .actions import (
     report,
     retry_refusal,
 )
+from .browse import ReadOnlyAdmin
 from .display import (
     change_url,
     changelist_url,
@@ -45,7 +46,7 @@ CHILDREN_SHOWN = 100
 ACTIONS = ("cancel", "terminate", "retry", "delete", "force_delete")
 
 
-class WorkflowInstanceAdmin(admin.ModelAdmin):
+class WorkflowInstanceAdmin(ReadOnlyAdmin):
     list_display = (
         "id",
         "status_badge",
@@ -133,19 +134,8 @@ class WorkflowInstanceAdmin(admin.ModelAdmin):
         "rate_limit_key",
     )
 
-    class Media:
-        css = {"all": ("django_workflows/admin.css",)}
-
-    # -- permissions: view only; the actions have their own ------------------------------------
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False  # Django's delete would bypass the client; the delete actions do not
+    # -- permissions: view only (Django's delete would bypass the client); the actions have
+    # their own ---------------------------------------------------------------------------------
 
     def has_cancel_permission(self, request: HttpRequest) -> bool:
         return request.user.has_perm("django_workflows.cancel_workflowinstance")
@@ -158,9 +148,6 @@ class WorkflowInstanceAdmin(admin.ModelAdmin):
 
     def has_workflow_delete_permission(self, request: HttpRequest) -> bool:
         return request.user.has_perm("django_workflows.delete_workflowinstance")
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet[WorkflowInstance]:
-        return super().get_queryset(request).using(database_alias())
 
     # -- columns and fields --------------------------------------------------------------------
 

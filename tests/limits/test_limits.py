@@ -6,7 +6,6 @@ can hold leases open the way running executions do.
 
 from __future__ import annotations
 
-import uuid
 from datetime import timedelta
 
 import pytest
@@ -14,30 +13,14 @@ import pytest
 import django_workflows as wf
 from django_workflows import Concurrency, RateLimit, clock
 from django_workflows.models import RateLimitWindow, WorkflowInstance
-from django_workflows.registry import registry
-from django_workflows.store import instances as store
-from django_workflows.worker import limit_rules
-from tests.helpers import wait_until, worker_thread
+from tests.helpers import claim_ids, wait_until, worker_thread
 
 pytestmark = pytest.mark.django_db
 
 
 def claim(*names: str, limit: int = 10) -> list[str]:
     """One worker's claim, with the limits of the registered code; the ids it leased."""
-    concurrency, rates = limit_rules(list(names))
-    now = clock.now()
-    got = store.claim(
-        "default",
-        owner="test-worker",
-        token=uuid.uuid4().hex,
-        now=now,
-        lease_until=now + timedelta(seconds=30),
-        limit=limit,
-        workflows=registry.pairs(list(names)),
-        concurrency=concurrency,
-        rates=rates,
-    )
-    return [i.id for i in got.instances]
+    return claim_ids(list(names), limit=limit)
 
 
 def release(id: str) -> None:

@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
-import threading
-import uuid
 from collections import Counter
-from datetime import timedelta
 
 import pytest
 from django.db import connection
 
 import django_workflows as wf
-from django_workflows import Concurrency, RateLimit, clock
+from django_workflows import Concurrency, RateLimit
 from django_workflows.models import WorkflowInstance
 from django_workflows.registry import registry
-from django_workflows.store import instances as store
-from django_workflows.worker import limit_rules
+from tests.helpers import claim_ids
 
 from .conftest import race, threads_for
 
@@ -42,24 +38,11 @@ def limited():
 
 
 def claim_until_empty(name: str, *, release: bool) -> list[str]:
-    concurrency, rates = limit_rules([name])
     got: list[str] = []
     for _ in range(200):
-        now = clock.now()
-        claimed = store.claim(
-            "default",
-            owner=threading.current_thread().name,
-            token=uuid.uuid4().hex,
-            now=now,
-            lease_until=now + timedelta(minutes=5),
-            limit=2,
-            workflows=registry.pairs([name]),
-            concurrency=concurrency,
-            rates=rates,
-        )
-        if not claimed.instances:
+        ids = claim_ids([name], limit=2, lease="5m")
+        if not ids:
             return got
-        ids = [i.id for i in claimed.instances]
         got.extend(ids)
         if release:  # quick executions that end at once: their slots free, their window room not
             WorkflowInstance.objects.filter(pk__in=ids).update(

@@ -6,7 +6,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-import uuid
 from datetime import timedelta
 
 import pytest
@@ -16,9 +15,7 @@ from django.db.models import QuerySet
 import django_workflows as wf
 from django_workflows import RateLimit, clock
 from django_workflows.models import RateLimitWindow, WorkflowInstance
-from django_workflows.registry import registry
-from django_workflows.store import instances as store
-from django_workflows.worker import limit_rules
+from tests.helpers import claim_ids
 
 from .conftest import race, threads_for
 
@@ -26,20 +23,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def claim_once(name: str, *, limit: int = 1) -> list[str]:
-    concurrency, rates = limit_rules([name])
-    now = clock.now()
-    claimed = store.claim(
-        "default",
-        owner=threading.current_thread().name,
-        token=uuid.uuid4().hex,
-        now=now,
-        lease_until=now + timedelta(minutes=5),
-        limit=limit,
-        workflows=registry.pairs([name]),
-        concurrency=concurrency,
-        rates=rates,
-    )
-    return [i.id for i in claimed.instances]
+    return claim_ids([name], limit=limit, lease="5m")
 
 
 def claim_all(name: str, *, limit: int = 1) -> list[str]:
