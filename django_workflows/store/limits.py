@@ -279,9 +279,10 @@ def _lock_windows(
     """Insert-or-lock each window's row, one at a time in a fixed order (Python's, which the
     database's collation needn't share), and read its room under the lock.
 
-    FOR UPDATE first: an INSERT that finds the row there locks it shared on MySQL/MariaDB, and
-    two claims upgrading that lock deadlock. Only a missing row is inserted (a purge may delete
-    one while this waits for its lock: then it is inserted again)."""
+    FOR UPDATE first, and only a missing row is inserted (a purge may delete one while this
+    waits for its lock: then it is inserted again). The insert of a row another claim has just
+    inserted leaves it locked for update, not shared: two claims upgrading a shared lock
+    deadlock (see vendor.insert_or_lock)."""
     rows = RateLimitWindow.objects.using(using)
     room: dict[WindowId, float] = {}
     for workflow, scope, key in needed:
@@ -294,9 +295,10 @@ def _lock_windows(
             found = list(row.values_list("window_end", "count"))
             if found:
                 break
-            vendor.insert_ignore(
+            vendor.insert_or_lock(
                 RateLimitWindow(workflow=workflow, scope=scope, key=key, window_end=now, count=0),
                 using,
+                key_field="workflow",
             )
         else:
             raise RuntimeError(f"Rate-limit window {(workflow, scope, key)!r} could not be locked.")

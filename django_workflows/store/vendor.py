@@ -150,6 +150,26 @@ def insert_ignore(obj: Model, using: str) -> bool:
     Returns whether it inserted. Never catches a duplicate-key error: inside the caller's
     transaction on PostgreSQL that would abort the whole transaction.
     """
+    return _insert(obj, using, OnConflict.IGNORE, []) == 1
+
+
+def insert_or_lock(obj: Model, using: str, key_field: str) -> None:
+    """INSERT the row unless its unique key exists; on MySQL/MariaDB the row found there is then
+    locked for update (the caller locks it FOR UPDATE next on the others).
+
+    MySQL/MariaDB's INSERT IGNORE locks a duplicate it finds *shared*: two transactions that
+    both found it, then lock it for update, each wait for the other's shared lock, a deadlock.
+    ON DUPLICATE KEY UPDATE locks the duplicate exclusively instead; it sets `key_field`, a
+    column of that unique key, to the value it already has. PostgreSQL's ON CONFLICT DO NOTHING
+    waits for the inserting transaction and takes no lock; SQLite has one writer at a time.
+    """
+    if connections[using].vendor != "mysql":
+        insert_ignore(obj, using)
+        return
+    _insert(obj, using, OnConflict.UPDATE, [type(obj)._meta.get_field(key_field)])
+
+
+def _insert(obj: Model, using: str, on_conflict: OnConflict, update_fields: list[Any]) -> int:
     model = type(obj)
     fields = [
         f
@@ -157,7 +177,7 @@ def insert_ignore(obj: Model, using: str) -> bool:
         if not getattr(f, "generated", False)
         and not (isinstance(f, AutoFieldMixin) and getattr(obj, f.attname) is None)
     ]
-    query = InsertQuery(model, on_conflict=OnConflict.IGNORE)
+    query = InsertQuery(model, on_conflict=on_conflict, update_fields=update_fields)
     query.insert_values(fields, [obj])
     connection = connections[using]
     compiler = query.get_compiler(using=using)
@@ -166,7 +186,7 @@ def insert_ignore(obj: Model, using: str) -> bool:
         for sql, params in compiler.as_sql():
             cursor.execute(sql, params)
             inserted += max(cursor.rowcount, 0)
-    return inserted == 1
+    return inserted
 
 
 def upsert_kwargs(using: str, unique_fields: list[str], update_fields: list[str]) -> dict[str, Any]:

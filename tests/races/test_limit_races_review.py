@@ -15,6 +15,7 @@ from django.db.models import QuerySet
 import django_workflows as wf
 from django_workflows import RateLimit, clock
 from django_workflows.models import RateLimitWindow, WorkflowInstance
+from django_workflows.store.limits import SCAN
 from tests.helpers import claim_ids
 
 from .conftest import race, threads_for
@@ -47,11 +48,45 @@ def test_claims_taking_room_in_one_window_never_deadlock(define, caplog):
     n = 120 if connection.vendor != "sqlite" else 20
     for i in range(n):
         wf.start("review-window", {"k": ["Beta", "alpha", "gamma"][i % 3]}, id=f"w-{i}")
-    claim_once("review-window")  # the windows' rows exist from here on
+    for key in ("Beta", "alpha", "gamma"):  # the windows' rows exist from here on
+        claim_once_of_key("review-window", key)
     caplog.set_level(logging.DEBUG, logger="django_workflows")
     results = race([lambda: claim_all("review-window", limit=2)] * threads_for(8, 3))
     claimed = [id for r in results for id in r]
-    assert len(claimed) == n - 1 == len(set(claimed))
+    assert len(claimed) == n - 3 == len(set(claimed))
+    deadlocks = [r for r in caplog.records if "Deadlock in claim" in r.getMessage()]
+    assert not deadlocks, f"{len(deadlocks)} claims deadlocked and ran again"
+
+
+def claim_once_of_key(name: str, key: str) -> None:
+    # Claims take instances in id order: w-0, w-1, w-2 are Beta's, alpha's and gamma's first.
+    index = ["Beta", "alpha", "gamma"].index(key)
+    assert claim_once(name) == [f"w-{index}"]
+
+
+def test_claims_creating_one_window_at_the_same_moment_never_deadlock(define, caplog):
+    # Every claim finds the window's row missing and inserts it; on MySQL/MariaDB the ones that
+    # find the first one's row there wait for a lock on it. If that lock is a shared one (INSERT
+    # IGNORE's), they all get it at its commit and then deadlock upgrading it to lock the row.
+    @define(
+        "review-new-window", rate_limit=RateLimit(max=10_000, duration="1h", key=lambda i: i["k"])
+    )
+    def rated(ctx, input):
+        return None
+
+    threads = threads_for(8, 3)
+    caplog.set_level(logging.DEBUG, logger="django_workflows")
+    for round in range(3):
+        # Enough instances that no claim finds every candidate locked by the others.
+        for i in range(threads * SCAN):
+            wf.start("review-new-window", {"k": f"key-{round}"}, id=f"r{round}-{i:03}")
+        results = race([lambda: claim_once("review-new-window")] * threads)
+        claimed = [id for r in results for id in r]
+        assert len(claimed) == threads == len(set(claimed))
+        assert {id.split("-")[0] for id in claimed} == {f"r{round}"}
+        window = RateLimitWindow.objects.get(workflow="review-new-window", key=f"key-{round}")
+        assert window.count == threads
+        WorkflowInstance.objects.all().delete()  # the next round's claims find only its own
     deadlocks = [r for r in caplog.records if "Deadlock in claim" in r.getMessage()]
     assert not deadlocks, f"{len(deadlocks)} claims deadlocked and ran again"
 
