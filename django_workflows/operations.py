@@ -10,7 +10,7 @@ from . import clock
 from .conf import database_alias
 from .durations import Duration, parse_duration
 from .engine import journal
-from .engine.children import end_signal
+from .engine.children import close_children, end_signal
 from .errors import WorkflowNotFoundError, WorkflowStateError
 from .events import emit
 from .models import FINISHED, UNFINISHED, Status
@@ -133,7 +133,8 @@ def _attempts_back(doc: dict[str, Any]) -> dict[str, Any]:
 
 def delete(id: str, *, force: bool = False, using: str | None = None) -> bool:
     """Delete a finished instance with its journal; an unfinished one only with `force`,
-    without running its compensations. Returns True once deleted.
+    without running its compensations (its children still get their `parent_close`).
+    Returns True once deleted.
 
     Raises WorkflowNotFoundError for an unknown id, and WorkflowStateError for an unfinished
     instance without `force` or when another change races this one.
@@ -159,6 +160,9 @@ def delete(id: str, *, force: bool = False, using: str | None = None) -> bool:
             record_signal(
                 using, **end_signal(row, deleted, None, error), now=clock.now(), locked=False
             )
+        if deleted in UNFINISHED:
+            # Its children get their parent_close, as for any end.
+            close_children(using, id, why=f"Its parent {id!r} was deleted while {deleted}.")
     if deleted is None:
         raise WorkflowStateError(f"Instance {id!r} changed while it was being deleted.")
     emit(

@@ -307,3 +307,37 @@ def test_retry_of_a_parent_that_timed_out_waiting_for_its_child_waits_again(defi
     wf.signal("slow-kid.go", "parcel", key="sk")
     drain_all(workflow_clock)
     assert wf.get_status("tpar").output == "parcel"
+
+
+def test_a_parent_deleted_with_force_closes_its_children(define, workflow_clock):
+    """A force delete ends the parent without its compensations; its children still get their
+    parent_close, as for any end, rather than running on for a parent that is gone."""
+    undone = []
+
+    @define("orphan-kid")
+    def kid(ctx, input):
+        ctx.step("book", lambda step: input, compensate=lambda result, step: undone.append(result))
+        ctx.sleep("nap", "30d")
+
+    @define("deleted-parent")
+    def parent(ctx, input):
+        ctx.start_child("orphan-kid", "cancel", id="dk-cancel")
+        ctx.start_child("orphan-kid", "terminate", id="dk-terminate", parent_close="terminate")
+        ctx.execute_child("orphan-kid", "abandon", id="dk-abandon", parent_close="abandon")
+
+    wf.start("deleted-parent", {}, id="dp")
+    drain_all(workflow_clock)
+    assert wf.delete("dp", force=True)
+    drain_all(workflow_clock)
+    kids = {
+        id: (s.status, (s.error or {}).get("name"))
+        for id in ("dk-cancel", "dk-terminate", "dk-abandon")
+        for s in [wf.get_status(id)]
+    }
+    assert kids == {
+        "dk-cancel": ("cancelled", "WorkflowCancelledError"),
+        "dk-terminate": ("cancelled", "WorkflowTerminatedError"),
+        "dk-abandon": ("suspended", None),
+    }
+    assert undone == ["cancel"]  # the children's own undo runs as their parent_close says
+    assert not WorkflowInstance.objects.filter(pk="dp").exists()
