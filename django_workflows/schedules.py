@@ -8,7 +8,7 @@ Declared schedules (`@workflow(schedules=[Schedule(...)])`) belong to the code: 
 from __future__ import annotations
 
 import builtins
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -155,6 +155,7 @@ def upsert(
             )
         except ValueError as error:
             raise ValueError(f"Schedule {id!r}: {error}") from None
+        timing = _keep_anchor(timing, existing)
         spec = spec_of(timing, limit=limit, missed=missed, overlap=overlap, priority=priority)
         state = State(cursor=now, runs=State.of(existing).runs if existing is not None else 0)
         saved = store.save_schedule(
@@ -177,6 +178,21 @@ def upsert(
         if saved is not None:
             return _status(saved)
     raise WorkflowStateError(f"Schedule {id!r} kept changing while it was being saved.")
+
+
+def _keep_anchor(
+    timing: occurrences.Timing, existing: WorkflowSchedule | None
+) -> occurrences.Timing:
+    """An rrule without start_at counts from its first save while the rule and its time zone
+    stay the same, so "every 4 weeks" keeps its weeks when only the input or options change."""
+    stored = (existing.spec.get("timing") or {}) if existing is not None else {}
+    if (
+        timing.anchor is None
+        or not stored.get("anchor")
+        or (stored.get("rrule"), stored.get("tz")) != (timing.rrule, timing.tz)
+    ):
+        return timing
+    return replace(timing, anchor=datetime.fromisoformat(stored["anchor"]))
 
 
 def get(id: str, *, using: str | None = None) -> ScheduleStatus | None:

@@ -376,6 +376,23 @@ def test_upsert_runs_a_schedule_per_customer_in_their_time_zone(reminder, workfl
     assert wf.get_status(id).output == {"reminded": "u42", "at": "2026-01-03T08:00:00+00:00"}
 
 
+def test_upsert_again_keeps_an_rrules_weeks_in_step(reminder, workflow_clock):
+    # "Every 4 weeks" counts from the first save: saving the customer's new input two weeks on
+    # must not move their Saturdays two weeks (an rrule without start_at counts from its save).
+    every_4_weeks = "FREQ=WEEKLY;INTERVAL=4;BYDAY=SA;BYHOUR=9;BYMINUTE=0"
+    schedules.upsert("rr", workflow="reorder-reminder", rrule=every_4_weeks, input={"user_id": "a"})
+    workflow_clock.set(at("2026-01-14T12:00"))
+    saved = schedules.upsert(
+        "rr", workflow="reorder-reminder", rrule=every_4_weeks, input={"user_id": "b"}
+    )
+    assert saved.next_at == at("2026-01-31T09:00")
+    # A changed rule, or time zone, counts from its own save.
+    saved = schedules.upsert(
+        "rr", workflow="reorder-reminder", rrule=every_4_weeks, tz="Europe/Paris", input={}
+    )
+    assert saved.next_at == at("2026-01-17T08:00")
+
+
 def test_upsert_replaces_and_remove_deletes_leaving_instances_running(reminder, workflow_clock):
     schedules.upsert("r1", workflow="reorder-reminder", every="1h", input={"user_id": "a"})
     schedules.upsert("r1", workflow="reorder-reminder", every="2h", input={"user_id": "b"})
