@@ -77,9 +77,7 @@ def get_settings() -> WorkflowSettings:
         ),
         lease_duration=lease,
         heartbeat_interval=(
-            lease / 3
-            if heartbeat is None
-            else parse_duration(heartbeat, "WORKER['HEARTBEAT_INTERVAL']")
+            None if heartbeat is None else parse_duration(heartbeat, "WORKER['HEARTBEAT_INTERVAL']")
         ),
         shutdown_timeout=parse_duration(
             worker_raw.get("SHUTDOWN_TIMEOUT", "10s"), "WORKER['SHUTDOWN_TIMEOUT']"

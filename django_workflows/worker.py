@@ -53,7 +53,15 @@ class Worker:
         self.lease_duration = _duration(lease_duration, defaults.lease_duration, "lease_duration")
         if self.lease_duration <= timedelta():
             raise ValueError("lease_duration must be longer than zero.")
-        self.heartbeat_interval = defaults.heartbeat_interval or self.lease_duration / 3
+        # Unless set, a third of this worker's lease duration (its own, or the setting's).
+        heartbeat = defaults.heartbeat_interval
+        self.heartbeat_interval = self.lease_duration / 3 if heartbeat is None else heartbeat
+        if not timedelta() < self.heartbeat_interval < self.lease_duration:
+            raise ValueError(
+                f"WORKER['HEARTBEAT_INTERVAL'] ({self.heartbeat_interval}) must be longer than "
+                f"zero and shorter than the lease duration ({self.lease_duration}), which runs "
+                f"out unless renewed in time."
+            )
         self.shutdown_timeout = _duration(
             shutdown_timeout, defaults.shutdown_timeout, "shutdown_timeout"
         )

@@ -11,10 +11,11 @@ import threading
 from typing import Any
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import autoreload
 
 from ...durations import parse_duration
+from ...errors import WorkflowNotFoundError
 from ...worker import Worker
 
 
@@ -62,14 +63,17 @@ class Command(BaseCommand):
             self._run(self._worker(options))
 
     def _worker(self, options: dict[str, Any]) -> Worker:
-        return Worker(
-            concurrency=options["concurrency"],
-            poll_interval=options["poll_interval"],
-            lease_duration=options["lease_duration"],
-            shutdown_timeout=options["shutdown_timeout"],
-            workflows=options["workflows"],
-            using=options["database"],
-        )
+        try:
+            return Worker(
+                concurrency=options["concurrency"],
+                poll_interval=options["poll_interval"],
+                lease_duration=options["lease_duration"],
+                shutdown_timeout=options["shutdown_timeout"],
+                workflows=options["workflows"],
+                using=options["database"],
+            )
+        except (ValueError, WorkflowNotFoundError) as error:  # a bad option or setting
+            raise CommandError(str(error)) from None
 
     def _run_reloading(self, options: dict[str, Any]) -> None:
         """Under the autoreloader: a changed file stops the worker (handing its instances back)

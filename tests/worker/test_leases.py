@@ -1,0 +1,78 @@
+"""Lease renewal: a running instance renews its lease every heartbeat interval (a third of the
+lease duration unless set), so a step longer than the lease never runs twice at once."""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import timedelta
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.test import override_settings
+
+import django_workflows as wf
+from django_workflows.models import WorkflowInstance
+from django_workflows.worker import Worker
+from tests.helpers import wait_until, worker_thread
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_the_heartbeat_is_a_third_of_the_workers_own_lease_duration():
+    assert Worker(lease_duration="1500ms").heartbeat_interval == timedelta(milliseconds=500)
+    assert Worker(lease_duration="90s").heartbeat_interval == timedelta(seconds=30)
+    with override_settings(DJANGO_WORKFLOWS={"WORKER": {"LEASE_DURATION": "6s"}}):
+        assert Worker().heartbeat_interval == timedelta(seconds=2)
+        assert Worker(lease_duration="3s").heartbeat_interval == timedelta(seconds=1)
+    with override_settings(DJANGO_WORKFLOWS={"WORKER": {"HEARTBEAT_INTERVAL": "4s"}}):
+        assert Worker().heartbeat_interval == timedelta(seconds=4)
+        assert Worker(lease_duration="1m").heartbeat_interval == timedelta(seconds=4)
+
+
+@pytest.mark.parametrize("heartbeat", ["30s", "0s"])
+def test_a_heartbeat_of_zero_or_as_long_as_the_lease_is_refused(heartbeat):
+    with override_settings(DJANGO_WORKFLOWS={"WORKER": {"HEARTBEAT_INTERVAL": heartbeat}}):
+        with pytest.raises(ValueError, match="HEARTBEAT_INTERVAL.*shorter than.*lease"):
+            Worker()
+
+
+def test_a_step_longer_than_the_lease_keeps_its_lease_and_runs_once(define):
+    attempts = []
+    release = threading.Event()
+
+    @define("slow-report")
+    def report(ctx, input):
+        def render(step):
+            attempts.append(step.attempt)
+            release.wait(10)
+            return "rendered"
+
+        return ctx.step("render", render)
+
+    wf.start("slow-report", None, id="slow")
+    with worker_thread(concurrency=2, poll_interval="100ms", lease_duration="1500ms"):
+        assert wait_until(lambda: attempts, 10)
+        time.sleep(3.5)  # more than twice the lease: only renewals keep it
+        release.set()
+        assert wait_until(lambda: wf.get_status("slow").status == "completed", 10)
+    assert attempts == [1]
+    assert WorkflowInstance.objects.get(pk="slow").runs == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--concurrency", "0"], "concurrency must be a positive integer"),
+        (["--lease-duration", "3s", "--workflows", "no-such-workflow"], "no-such-workflow"),
+    ],
+)
+def test_runworkflows_names_a_bad_option_without_a_traceback(args, message):
+    with pytest.raises(CommandError, match=message):
+        call_command("runworkflows", *args)
+
+
+def test_runworkflows_refuses_a_lease_its_heartbeat_setting_outlasts():
+    with override_settings(DJANGO_WORKFLOWS={"WORKER": {"HEARTBEAT_INTERVAL": "10s"}}):
+        with pytest.raises(CommandError, match="HEARTBEAT_INTERVAL"):
+            call_command("runworkflows", "--lease-duration", "5s")
