@@ -44,8 +44,14 @@ class RetryPolicy:
         """The wait before attempt `attempt + 1`, after attempt `attempt` failed with `error`."""
         if self.backoff is not None:
             return parse_duration(self.backoff(attempt, error), "backoff()'s result")
-        wait = self.delay * (self.factor ** (attempt - 1))
-        wait = min(wait, self.max_delay)
+        cap = self.max_delay.total_seconds()
+        try:
+            seconds = self.delay.total_seconds() * self.factor ** (attempt - 1)
+        except OverflowError:  # grown past any float, long after it passed the cap
+            seconds = cap
+        if not seconds <= cap:  # also an infinite factor's inf, and nan from 0 * inf
+            seconds = cap
+        wait = timedelta(seconds=seconds)
         if self.jitter == "full":
             wait = wait * random.random()
         elif self.jitter == "equal":

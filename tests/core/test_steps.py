@@ -68,6 +68,24 @@ def test_the_backoff_grows_by_its_factor_up_to_max_delay(world, workflow_clock):
     assert wf.get_status("flaky-factor").status == "completed"
 
 
+def test_a_long_run_of_retries_stays_at_max_delay(world, workflow_clock):
+    # delay * factor ** 59 no longer fits a timedelta: the wait is capped, not an OverflowError.
+    world.failures["charge"] = 70
+    retry = {"attempts": 60, "delay": "1h", "factor": 10, "max_delay": "1d"}
+    wf.start("flaky", {"retry": retry}, id="flaky-long")
+    waits = set()
+    for _ in range(59):
+        assert wf.drain() == 1
+        status = wf.get_status("flaky-long")
+        assert status.status == "suspended", status.error
+        waits.add(status.wake_at - workflow_clock.now())
+        workflow_clock.advance(status.wake_at - workflow_clock.now())
+    assert waits == {timedelta(hours=h) for h in (1, 10, 24)}
+    assert wf.drain() == 1
+    status = wf.get_status("flaky-long")
+    assert status.status == "failed" and status.error["name"] == "StepFailedError"
+
+
 @pytest.mark.parametrize(
     ("jitter", "low", "high"), [("full", 0, 10), ("equal", 5, 10), ("none", 10, 10)]
 )
