@@ -17,6 +17,7 @@ from . import clock, wakeups
 from .conf import database_alias
 from .definitions import Workflow, WorkflowSignal, check_priority
 from .durations import Duration, parse_duration
+from .engine.context import running_step
 from .errors import (
     WorkflowFailedError,
     WorkflowIdConflictError,
@@ -74,14 +75,21 @@ def start(
 ) -> StartResult:
     """Start an instance, or find the one with this id and input (`created=False`).
 
+    Inside a step, an instance started without an id gets one derived from the step (its
+    idempotency key, the workflow and the start's place among the step's starts of it), and a
+    retried step gets back the instance it started first, whatever the input.
+
     Raises WorkflowNotFoundError for an unknown workflow, WorkflowIdConflictError when the id
     exists with another workflow or input, TypeError for an input that is not JSON, ValueError
     for a bad duration, priority, key or id.
     """
+    definition = registry.resolve(workflow, version)
+    step = running_step.get() if id is None else None
     return start_instance(
-        registry.resolve(workflow, version),
+        definition,
         input,
-        id=id,
+        id=id if step is None else step.start_id(definition.name),
+        repeated=step is not None,
         timeout=timeout,
         priority=priority,
         concurrency_key=concurrency_key,
@@ -104,9 +112,11 @@ def start_instance(
     scheduled_at: datetime | None = None,
     parent_id: str | None = None,
     parent_close: str | None = None,
+    repeated: bool = False,
 ) -> StartResult:
     """start() of a resolved definition; a schedule's occurrence passes its id and time too,
-    a child its parent's id and what becomes of it when the parent ends."""
+    a child its parent's id and what becomes of it when the parent ends. `repeated`: the id
+    is a step's, whose repeat gets the instance back whatever its input."""
     value = to_json(input, f'The input of workflow "{definition.name}"', using=using)
     if id is None:
         id = str(uuid.uuid4())
@@ -152,7 +162,11 @@ def start_instance(
     if not created and (
         stored.workflow != definition.name
         or stored.parent_id != parent_id
-        or payloads.decode_value("input", stored.input, payloads.instance_at(id, "input")) != value
+        or (
+            not repeated
+            and payloads.decode_value("input", stored.input, payloads.instance_at(id, "input"))
+            != value
+        )
     ):
         raise WorkflowIdConflictError(
             f"Instance {id!r} exists already, of workflow {stored.workflow!r} with another "
@@ -192,6 +206,9 @@ def signal(
     """Record a signal and wake the instances waiting for it with exactly this key.
 
     With `id`, a signal with the same name and id is stored once (`created=False` after).
+    Inside a step, a signal without an id gets one derived from the step (its idempotency key
+    and the signal's place among the step's signals with that name and key): a retried step's
+    signals are stored once. Send them in a fixed order.
     On PostgreSQL, refused with TypeError inside a transaction stricter than READ COMMITTED.
     """
     using = database_alias(using)
@@ -212,6 +229,10 @@ def signal(
                 f"signal() inside a {isolation.upper()} transaction could miss waits committed "
                 f"after the transaction's snapshot: send it in a READ COMMITTED transaction."
             )
+
+    step = running_step.get() if id is None else None
+    if step is not None:
+        id = step.signal_id(name, key)
 
     @vendor.retries_deadlocks
     def record(using: str) -> Any:

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextvars
 import copy
+import hashlib
+import json
 import random as _random
 import threading
 import time
 import uuid as _uuid
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -16,6 +20,7 @@ from .. import errors
 from ..definitions import ScheduleOccurrence, WorkflowSignal
 from ..durations import Duration, parse_duration
 from ..jsonvalues import dumps, to_json
+from ..models import KEY_LENGTH
 from ..results import WaitOutcome
 from . import journal
 from .interrupts import Suspend
@@ -24,6 +29,12 @@ if TYPE_CHECKING:
     from .execution import Execution
 
 CUSTOM_STATUS_LIMIT = 16 * 1024
+
+# The step whose function runs in this thread, if any: start() and signal() derive their ids
+# from it (a step runs at least once, and its repeat must start and send nothing twice).
+running_step: contextvars.ContextVar[StepContext | None] = contextvars.ContextVar(
+    "django_workflows_running_step", default=None
+)
 
 
 @dataclass(frozen=True)
@@ -104,6 +115,32 @@ class StepContext:
         self.reason = reason
         self.cancelled = threading.Event()
         self.last_beat = time.monotonic()
+        self._places: Counter[tuple[Any, ...]] = Counter()
+        self._places_lock = threading.Lock()
+
+    def start_id(self, workflow: str) -> str:
+        """The id of this attempt's next start() of `workflow` without an id: the step's
+        idempotency key, the workflow and its place among the step's starts of it, the same at
+        every attempt, so a retried step finds the instances it started. A digest where that
+        text would be too long for an id, or ambiguous."""
+        place = self._place("start", workflow)
+        text = f"{self.idempotency_key}/{workflow}#{place}"
+        if len(text) <= KEY_LENGTH and "/" not in workflow and "#" not in workflow:
+            return text
+        return "step-start:" + _digest(self.idempotency_key, workflow, place)
+
+    def signal_id(self, name: str, key: str | None) -> str:
+        """The dedupe id of this attempt's next signal() of `name` with `key` without an id:
+        from the step's idempotency key and its place among the step's signals with that name
+        and key, so a retried step's signals are stored once."""
+        return "step-signal:" + _digest(
+            self.idempotency_key, name, key, self._place("signal", name, key)
+        )
+
+    def _place(self, *what: Any) -> int:
+        with self._places_lock:
+            self._places[what] += 1
+            return self._places[what]
 
     def heartbeat(self, progress: Any = None) -> None:
         """Journal a checkpoint (the next attempt gets it as `progress`) and renew heartbeat_timeout."""
@@ -114,6 +151,10 @@ class StepContext:
             )
             self.progress = progress
             self._execution.checkpoint(self._entry_name, progress)
+
+
+def _digest(*parts: Any) -> str:
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
 
 def _name(name: Any, what: str) -> str:

@@ -15,7 +15,7 @@ from .. import errors
 from ..jsonvalues import to_json
 from ..retries import default_retry
 from . import journal
-from .context import StepContext
+from .context import StepContext, running_step
 from .interrupts import HandBack, LeaseLost, Suspend
 from .runtime import Compensation, Runtime
 
@@ -152,9 +152,11 @@ def invoke(
     try:
         if timeout is None and heartbeat_timeout is None:
             x._local.in_step = True
+            running = running_step.set(step)
             try:
                 return call()
             finally:
+                running_step.reset(running)
                 x._local.in_step = False
         return _call_with_timeouts(x, step, call, timeout, heartbeat_timeout)
     finally:
@@ -174,6 +176,7 @@ def _call_with_timeouts(
 
     def target() -> None:
         x._local.in_step = True
+        running_step.set(step)  # this thread runs nothing else
         try:
             box["result"] = call()
         except BaseException as error:  # handed to the execution's thread
