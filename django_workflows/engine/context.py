@@ -20,7 +20,7 @@ from .. import errors
 from ..definitions import ScheduleOccurrence, WorkflowSignal
 from ..durations import Duration, parse_duration
 from ..jsonvalues import dumps, to_json
-from ..models import KEY_LENGTH
+from ..models import JOURNAL_NAME_LENGTH, KEY_LENGTH
 from ..results import WaitOutcome
 from . import journal
 from .interrupts import Suspend
@@ -205,6 +205,13 @@ class WorkflowContext:
         name = _name(name, "step")
         if not callable(fn):
             raise errors.WorkflowDefinitionError(f'Step "{name}" needs a function, got {fn!r}.')
+        longest = JOURNAL_NAME_LENGTH - len(journal.COMPENSATION_PREFIX)
+        if compensate is not None and len(name) > longest:
+            raise ValueError(
+                f'The step name "{name[:40]}..." is {len(name)} characters long; a step with a '
+                f"compensation (journaled as {journal.COMPENSATION_PREFIX}<step>) can be at most "
+                f"{longest}."
+            )
         from .steps import run_step
 
         return run_step(

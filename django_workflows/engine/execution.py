@@ -229,7 +229,7 @@ class Execution(Runtime):
         self, compensation: Compensation, error: dict[str, Any], reason: BaseException
     ) -> str | None:
         """Run one compensation to its end; a final status when the undo cannot go on."""
-        name = f"$compensate:{compensation.step}"
+        name = f"{journal.COMPENSATION_PREFIX}{compensation.step}"
         entry = self.journal.get(name)
         if entry is not None and entry["status"] == journal.COMPLETED:
             return None

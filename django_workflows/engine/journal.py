@@ -16,6 +16,8 @@ RUNNING = "running"
 FAILED = "failed"
 CANCELLED = "cancelled"
 
+COMPENSATION_PREFIX = "$compensate:"  # a compensation's entry: "$compensate:<step name>"
+
 
 def timestamp(value: datetime | None) -> str | None:
     """A datetime as stored in a journal document: ISO 8601 in UTC."""

@@ -147,3 +147,26 @@ def test_a_step_result_that_is_not_json_fails_the_step_with_a_type_error(world, 
     assert status.status == "failed"
     assert status.error["cause"]["name"] == "TypeError"
     assert status.error["attempts"] == 1  # not retried: retrying cannot help
+
+
+@pytest.mark.parametrize(
+    ("length", "compensated", "message"),
+    [(513, False, "513 characters long; the most it can be is 512"), (501, True, "at most 500")],
+)
+def test_a_journal_name_too_long_fails_the_instance_before_the_step_runs(
+    define, workflow_clock, length, compensated, message
+):
+    # A compensation is journaled as "$compensate:<step>": its step name has 12 fewer characters.
+    ran = []
+
+    @define("long-names")
+    def long_names(ctx, input):
+        undo = (lambda result, step: None) if compensated else None
+        ctx.step("s" * length, lambda step: ran.append(1), compensate=undo)
+
+    wf.start("long-names", {}, id="long")
+    wf.drain()
+    status = wf.get_status("long")
+    assert status.status == "failed" and status.error["name"] == "ValueError"
+    assert message in status.error["message"]
+    assert ran == []
