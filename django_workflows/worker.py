@@ -14,7 +14,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from datetime import timedelta
 from typing import Any
 
-from django.db import connections
+from django.db import DatabaseError, connections
 
 from . import clock, wakeups
 from .conf import database_alias, get_settings
@@ -81,6 +81,7 @@ class Worker:
         self._freed = threading.Event()  # an execution ended: a slot is free
         self._lock = threading.Lock()
         self._running: dict[str, Execution] = {}
+        self.left_behind: list[str] = []  # instances still inside a step when run() returned
 
     # -- claiming and executing ------------------------------------------------------------------
 
@@ -242,7 +243,12 @@ class Worker:
         try:
             return self._execute(instance, claim, token)
         finally:
-            _refresh_connections()
+            if self._stopping.is_set():
+                # Past the shutdown's own closing of the pool's connections (a step that
+                # outlasted the shutdown timeout): close this thread's before the pool lets it go.
+                connections.close_all()
+            else:
+                _refresh_connections()
             self._freed.set()  # a slot is free
 
     def _poll_wait(self) -> float:
@@ -302,14 +308,18 @@ class Worker:
         if pending:
             wait(pending, timeout=self.shutdown_timeout.total_seconds())
         with self._lock:
-            left = list(self._running)
+            left = list(self._running.values())
+        self.left_behind = [execution.instance.id for execution in left]
         if left:
+            # Hand them back all the same: another worker takes them at once. Their steps'
+            # threads run on until this process exits; nothing they write reaches the store.
+            handed = [e.instance.id for e in left if _abandon(e)]
             logger.warning(
-                "Worker %s stopped with %d instance(s) still inside a step: %s. They run again "
-                "once their leases expire.",
+                "Worker %s stopped with %d instance(s) still inside a step after its shutdown "
+                "timeout; handed back: %s.",
                 self.id,
                 len(left),
-                ", ".join(left),
+                ", ".join(handed) or "none (their leases had gone)",
             )
         # Each pool thread closes its connection before the pool lets it go.
         # (A barrier spreads the closers over every thread; one still busy keeps its own.)
@@ -321,6 +331,14 @@ class Worker:
             pass
         pool.shutdown(wait=False, cancel_futures=True)
         logger.info("Worker %s stopped.", self.id)
+
+
+def _abandon(execution: Execution) -> bool:
+    try:
+        return execution.abandon()
+    except DatabaseError:
+        logger.exception("Handing back instance %s failed.", execution.instance.id)
+        return False
 
 
 def _duration(value: Duration | None, default: timedelta, what: str) -> timedelta:

@@ -148,6 +148,28 @@ class Execution(Runtime):
         logger.info("Instance %s handed back for another worker.", self.instance.id)
         return "handed-back"
 
+    def abandon(self) -> bool:
+        """From the worker's thread at shutdown, while this execution is still inside a step
+        (Python cannot stop the step's thread): hand the instance back all the same, as
+        _hand_back() would. Fenced by the lease token, so whatever the execution writes after
+        finds the lease gone and writes nothing; what it had not written yet (a finished gather
+        branch's result) runs again. Whether the lease was still held."""
+        status = (
+            Status.COMPENSATING if self.instance.status == Status.COMPENSATING else Status.SUSPENDED
+        )
+        now = self.now()
+        flags = store.write(
+            self.using,
+            self.instance.id,
+            self.token,
+            store.InstanceWrite(
+                now=now,
+                changes={"status": status},
+                release=store.Release(now, [], self.last_signal_id, self._had_waits),
+            ),
+        )
+        return flags is not None
+
     def _leave_alone(self, error: BaseException) -> str:
         """A signal it needs cannot be read: write what it journaled, hand it back, leave it."""
         changes, release = _unreadable_release(self.instance)

@@ -13,12 +13,14 @@ from django_workflows import workflow
 from .models import Charge, StepRun
 
 
-def recorded(instance_id: str, name: str, seconds: float):
+def recorded(instance_id: str, name: str, seconds: float, *, stoppable: bool = True):
     def run(step: Any) -> Any:
         attempt = StepRun.objects.create(
             instance_id=instance_id, step=name, pid=os.getpid(), started=time.time()
         )
-        if step.cancelled.wait(seconds):
+        if not stoppable:
+            time.sleep(seconds)  # a step that never looks at step.cancelled
+        elif step.cancelled.wait(seconds):
             raise RuntimeError(f"{name} stopped: the worker is shutting down")
         if name == "charge":
             charge, created = Charge.objects.get_or_create(
@@ -35,7 +37,8 @@ def recorded(instance_id: str, name: str, seconds: float):
 @workflow("process-order")
 def process_order(ctx: Any, input: dict[str, Any]) -> dict[str, Any]:
     seconds = input.get("seconds", 0.05)
-    charge = ctx.step("charge", recorded(ctx.instance_id, "charge", seconds))
+    stoppable = input.get("stoppable", True)
+    charge = ctx.step("charge", recorded(ctx.instance_id, "charge", seconds, stoppable=stoppable))
     ctx.step("reserve", recorded(ctx.instance_id, "reserve", seconds))
     ctx.step("ship", recorded(ctx.instance_id, "ship", seconds))
     return {"charged_by": charge["pid"]}

@@ -76,3 +76,31 @@ def test_runworkflows_refuses_a_lease_its_heartbeat_setting_outlasts():
     with override_settings(DJANGO_WORKFLOWS={"WORKER": {"HEARTBEAT_INTERVAL": "10s"}}):
         with pytest.raises(CommandError, match="HEARTBEAT_INTERVAL"):
             call_command("runworkflows", "--lease-duration", "5s")
+
+
+def test_stop_hands_back_an_instance_still_inside_a_step_and_discards_its_late_result(define):
+    attempts = []
+    release = threading.Event()
+
+    @define("stubborn")
+    def stubborn(ctx, input):
+        def work(step):
+            attempts.append(step.attempt)
+            if step.attempt == 1:
+                release.wait(20)  # never looks at step.cancelled
+            return f"attempt {step.attempt}"
+
+        return ctx.step("work", work)
+
+    wf.start("stubborn", None, id="stubborn")
+    with worker_thread(poll_interval="100ms", shutdown_timeout="200ms") as worker:
+        assert wait_until(lambda: attempts, 10)
+    assert worker.left_behind == ["stubborn"]
+    row = WorkflowInstance.objects.get(pk="stubborn")
+    assert row.status == "suspended" and row.lease_token is None
+    release.set()  # the first attempt ends late: its lease is gone, so it writes nothing
+    time.sleep(0.5)
+    assert row.entries.get(name="work").document["status"] == "running"
+    wf.drain()
+    status = wf.get_status("stubborn")
+    assert (status.status, status.output, attempts) == ("completed", "attempt 2", [1, 2])

@@ -79,6 +79,29 @@ def test_sigterm_hands_a_stopped_instance_back_at_once():
     assert [i.id for i in claim.instances] == ["long-1"]
 
 
+def test_sigterm_hands_back_an_instance_whose_step_outlasts_the_shutdown_timeout():
+    # The step never looks at step.cancelled: after the shutdown timeout the worker hands the
+    # instance back all the same, and the process exits instead of waiting for the step.
+    wf.start("process-order", {"seconds": 60, "stoppable": False}, id="stuck-1")
+    worker = spawn(
+        "--shutdown-timeout", "1s", "--poll-interval", "200ms", "--lease-duration", "60s"
+    )
+    try:
+        wait_for(
+            lambda: StepRun.objects.filter(instance_id="stuck-1").exists(), what="the first step"
+        )
+        worker.send_signal(signal.SIGTERM)
+        output, _ = worker.communicate(timeout=20)
+    finally:
+        worker.kill()
+    assert worker.returncode == 0, output
+    assert "still inside a step" in output and "handed back" in output
+    row = WorkflowInstance.objects.get(pk="stuck-1")
+    assert row.lease_token is None and row.status == "suspended"
+    assert row.entries.get(name="charge").document["status"] == "running"  # to run again
+    assert StepRun.objects.get(instance_id="stuck-1").finished is None
+
+
 def test_three_processes_share_thirty_orders_and_survive_a_sigkill():
     if connection.vendor == "sqlite":
         pytest.skip(

@@ -7,6 +7,7 @@ import atexit
 import logging
 import os
 import signal
+import sys
 import threading
 from typing import Any
 
@@ -85,6 +86,8 @@ class Command(BaseCommand):
             self.stderr.write(f"{file_path} changed: stopping the worker to reload.")
             worker.stop()
             stopped.wait(worker.shutdown_timeout.total_seconds() + 1)
+            if worker.left_behind:
+                _exit_past(worker, 3)  # the autoreloader's code for "restart me"
 
         autoreload.file_changed.connect(on_change, weak=False)
 
@@ -113,6 +116,20 @@ class Command(BaseCommand):
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGINT, stop)
         worker.run()
+        if worker.left_behind:
+            _exit_past(worker, 0)
+
+
+def _exit_past(worker: Worker, code: int) -> None:
+    """Exit now: the interpreter would wait for the threads of steps the worker stopped waiting
+    for and handed back (Python cannot stop a thread), running them alongside their retries."""
+    logging.getLogger("django_workflows").info(
+        "Exiting without waiting for the steps of %s.", ", ".join(worker.left_behind)
+    )
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def _handlers(logger: logging.Logger) -> list[logging.Handler]:
