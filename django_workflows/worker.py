@@ -53,9 +53,14 @@ class Worker:
         self.lease_duration = _duration(lease_duration, defaults.lease_duration, "lease_duration")
         if self.lease_duration <= timedelta():
             raise ValueError("lease_duration must be longer than zero.")
-        # Unless set, a third of this worker's lease duration (its own, or the setting's).
+        # A third of the lease, unless the setting gives one for the setting's lease: a lease
+        # given here replaces both.
         heartbeat = defaults.heartbeat_interval
-        self.heartbeat_interval = self.lease_duration / 3 if heartbeat is None else heartbeat
+        self.heartbeat_interval = (
+            self.lease_duration / 3
+            if heartbeat is None or lease_duration is not None
+            else heartbeat
+        )
         if not timedelta() < self.heartbeat_interval < self.lease_duration:
             raise ValueError(
                 f"WORKER['HEARTBEAT_INTERVAL'] ({self.heartbeat_interval}) must be longer than "

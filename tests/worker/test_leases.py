@@ -9,6 +9,8 @@ from datetime import timedelta
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
 from django.test import override_settings
 
 import django_workflows as wf
@@ -27,7 +29,8 @@ def test_the_heartbeat_is_a_third_of_the_workers_own_lease_duration():
         assert Worker(lease_duration="3s").heartbeat_interval == timedelta(seconds=1)
     with override_settings(DJANGO_WORKFLOWS={"WORKER": {"HEARTBEAT_INTERVAL": "4s"}}):
         assert Worker().heartbeat_interval == timedelta(seconds=4)
-        assert Worker(lease_duration="1m").heartbeat_interval == timedelta(seconds=4)
+        # A lease given to the worker (runworkflows --lease-duration) replaces the setting.
+        assert Worker(lease_duration="1m").heartbeat_interval == timedelta(seconds=20)
 
 
 @pytest.mark.parametrize("heartbeat", ["30s", "0s"])
@@ -72,10 +75,11 @@ def test_runworkflows_names_a_bad_option_without_a_traceback(args, message):
         call_command("runworkflows", *args)
 
 
-def test_runworkflows_refuses_a_lease_its_heartbeat_setting_outlasts():
-    with override_settings(DJANGO_WORKFLOWS={"WORKER": {"HEARTBEAT_INTERVAL": "10s"}}):
+def test_runworkflows_refuses_a_lease_setting_its_heartbeat_setting_outlasts():
+    settings = {"WORKER": {"HEARTBEAT_INTERVAL": "10s", "LEASE_DURATION": "5s"}}
+    with override_settings(DJANGO_WORKFLOWS=settings):
         with pytest.raises(CommandError, match="HEARTBEAT_INTERVAL"):
-            call_command("runworkflows", "--lease-duration", "5s")
+            call_command("runworkflows", "--once")
 
 
 def test_stop_hands_back_an_instance_still_inside_a_step_and_discards_its_late_result(define):
@@ -104,3 +108,17 @@ def test_stop_hands_back_an_instance_still_inside_a_step_and_discards_its_late_r
     wf.drain()
     status = wf.get_status("stubborn")
     assert (status.status, status.output, attempts) == ("completed", "attempt 2", [1, 2])
+
+
+def test_runworkflows_refuses_tables_behind_the_code():
+    # Roll the app's last migration back, as a deploy that forgot `migrate` leaves it.
+    executor = MigrationExecutor(connection)
+    leaf = next(k for k in executor.loader.graph.leaf_nodes() if k[0] == "django_workflows")
+    previous = executor.loader.graph.node_map[leaf].parents
+    target = [sorted(p.key for p in previous)[0]] if previous else [("django_workflows", None)]
+    executor.migrate(target)
+    try:
+        with pytest.raises(CommandError, match=f"not applied \\({leaf[1]}\\).*migrate"):
+            call_command("runworkflows", "--once")
+    finally:
+        MigrationExecutor(connection).migrate([leaf])

@@ -13,8 +13,11 @@ from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import connections
+from django.db.migrations.executor import MigrationExecutor
 from django.utils import autoreload
 
+from ...conf import database_alias
 from ...durations import parse_duration
 from ...errors import WorkflowNotFoundError
 from ...worker import Worker
@@ -53,6 +56,7 @@ class Command(BaseCommand):
             handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
             logger.addHandler(handler)
             logger.setLevel(logging.INFO)
+        _check_migrated(database_alias(options["database"]))
         if options["once"]:
             executed = self._worker(options).drain()
             self.stdout.write(f"Ran {executed} execution(s).")
@@ -118,6 +122,22 @@ class Command(BaseCommand):
         worker.run()
         if worker.left_behind:
             _exit_past(worker, 0)
+
+
+def _check_migrated(using: str) -> None:
+    """Refuse to start on tables that are behind this code's migrations: every claim and write
+    would fail, over and over, instead of once with what to do."""
+    executor = MigrationExecutor(connections[using])
+    targets = [key for key in executor.loader.graph.leaf_nodes() if key[0] == "django_workflows"]
+    pending = [
+        m.name for m, _ in executor.migration_plan(targets) if m.app_label == "django_workflows"
+    ]
+    if pending:
+        raise CommandError(
+            f"The django_workflows tables on database {using!r} are behind this code: "
+            f"{len(pending)} migration(s) not applied ({', '.join(pending)}). Run "
+            f"`manage.py migrate django_workflows --database {using}` first."
+        )
 
 
 def _exit_past(worker: Worker, code: int) -> None:
