@@ -196,7 +196,9 @@ def test_a_charge_retried_after_a_network_error_charges_once(world, workflow_clo
     assert len(world.charges) == 1
 
 
-def test_a_refund_that_gives_up_ends_the_order_as_compensation_failed(world, workflow_clock):
+def test_a_refund_that_gives_up_ends_the_order_as_compensation_failed(
+    world, workflow_clock, events
+):
     world.failures["refund"] = 100
     place()
     wf.drain()
@@ -211,6 +213,8 @@ def test_a_refund_that_gives_up_ends_the_order_as_compensation_failed(world, wor
     assert status.error["compensation"]["name"] == "ConnectionError"
     assert status.error["compensation"]["step"] == "charge-payment"
     assert status.error["compensation"]["attempts"] == 3  # the RETRY setting's default
+    [needs_a_person] = [e for e in events if e.type == "workflow-compensation-failed"]
+    assert needs_a_person.data["error"]["compensation"]["step"] == "charge-payment"
     statuses = {e.name: e.status for e in status.journal}
     assert statuses["$compensate:reserve-stock"] == "completed"
     assert statuses["$compensate:charge-payment"] == "failed"

@@ -52,6 +52,26 @@ def test_a_large_journal_is_reported_once_with_the_journal_large_event(
     assert "bytes" in large[0].data
 
 
+def test_a_journal_over_warn_bytes_is_reported_once_across_executions(
+    define, workflow_clock, settings, events
+):
+    settings.DJANGO_WORKFLOWS = {"JOURNAL": {"WARN_BYTES": 2000}}
+
+    @define("bulky")
+    def bulky(ctx, input):
+        for i in range(4):
+            ctx.step(f"load-{i}", lambda step: "x" * 800)
+            ctx.sleep(f"pause-{i}", "1m")  # each round in an execution of its own
+
+    wf.start("bulky", None, id="bulky")
+    for _ in range(5):
+        wf.drain()
+        workflow_clock.advance("1m")
+    assert wf.get_status("bulky").status == "completed"
+    large = [e for e in events if e.type == "journal-large"]
+    assert len(large) == 1 and large[0].data["bytes"] >= 2000
+
+
 def test_a_journal_at_its_limit_fails_the_instance_after_compensating(
     world, workflow_clock, settings
 ):

@@ -10,6 +10,7 @@ from django.db import transaction
 import django_workflows as wf
 from django_workflows.models import WorkflowInstance
 from tests.core.helpers import order
+from tests.helpers import claim_ids
 from tests.testapp.models import Ledger
 from tests.testapp.workflows import fulfil_order, fulfilment_id
 
@@ -105,3 +106,16 @@ def test_list_instances_filters_by_workflow_and_status(world, workflow_clock):
     assert [i.id for i in suspended] == ["order-1"]
     assert {i.id for i in wf.list_instances()} == {"order-1", "values-1"}
     assert wf.list_instances(status="completed") == []
+
+
+def test_claims_take_instances_without_a_priority_first_then_lowest_first(define, workflow_clock):
+    @define("prioritised")
+    def prioritised(ctx, input):
+        return None
+
+    wf.start("prioritised", None, id="p5", priority=5)
+    workflow_clock.advance("1s")
+    wf.start("prioritised", None, id="p1", priority=1)
+    workflow_clock.advance("1s")
+    wf.start("prioritised", None, id="none")  # started last, claimed first
+    assert claim_ids(["prioritised"], limit=3) == ["none", "p1", "p5"]
