@@ -118,6 +118,10 @@ class Runtime:
         self._warn_journal = False
         self._lock = threading.RLock()
         self._local = threading.local()
+        # Threads running workflow code (not parked at a step's start, inside a step, waiting
+        # for gather branches, or ended): a new step starts only once this is 0 (start_gate).
+        self._active = 1
+        self._quiet = threading.Condition()
         self._counters: dict[tuple[int, ...], int] = {}
         self._children: dict[str, int] = {}  # children started in this run, per workflow
         self._owner = threading.get_ident()
@@ -479,6 +483,32 @@ class Runtime:
                 self._signals[(name, key)] = cached
         return cached
 
+    # -- when steps start ------------------------------------------------------------------------
+
+    def start_gate(self) -> None:
+        """Before a step attempt starts: wait until no other thread of this execution runs
+        workflow code (each is at a step's start, inside a step, or ended), then raise Suspend
+        if one of them parked the instance. So a step in the same gather as a sleep or a wait
+        starts after it, at every execution alike, whichever branch's thread runs first; and
+        steps that reach their start together all start. Pair with step_ended()."""
+        with self._quiet:
+            self._active -= 1
+            self._quiet.notify_all()
+            self._quiet.wait_for(lambda: self._active <= 0)
+            if self.suspension.pending:
+                self._active += 1
+                raise Suspend()
+
+    def step_ended(self) -> None:
+        """The thread that passed start_gate() runs workflow code again."""
+        with self._quiet:
+            self._active += 1
+
+    def _quiet_change(self, delta: int) -> None:
+        with self._quiet:
+            self._active += delta
+            self._quiet.notify_all()
+
     # -- gather ----------------------------------------------------------------------------------
 
     def gather(self, fns: list[Callable[[], Any]]) -> list[Any]:
@@ -495,6 +525,7 @@ class Runtime:
             except BaseException as error:  # collected, re-raised below in a fixed order
                 outcomes[index] = error
             finally:
+                self._quiet_change(-1)  # this branch runs no more workflow code
                 finished.release()
                 self._wake_owner()
 
@@ -504,6 +535,8 @@ class Runtime:
             )
             for i, fn in enumerate(fns)
         ]
+        # The branches run workflow code from now; this thread only waits for them.
+        self._quiet_change(len(threads) - 1)
         for thread in threads:
             thread.start()
         remaining = len(threads)
@@ -512,6 +545,7 @@ class Runtime:
                 remaining -= 1
                 continue
             self._serve(0.05)
+        self._quiet_change(1)
         raised = [error for error in outcomes if error is not None]
         order: tuple[type[BaseException], ...] = (LeaseLost, HandBack)
         for kind in order:

@@ -16,7 +16,7 @@ from ..jsonvalues import to_json
 from ..retries import default_retry
 from . import journal
 from .context import StepContext, running_step
-from .interrupts import HandBack, LeaseLost, Suspend
+from .interrupts import HandBack, LeaseLost
 from .runtime import Compensation, Runtime
 
 
@@ -42,92 +42,99 @@ def run_step(
         x.check_replay(name, position)
     policy = default_retry().merged(retry, f'Step "{name}" retry')
     while True:
-        if x.suspension.pending:
-            raise Suspend()  # a gather branch parks the instance: new steps wait for it
         if entry is not None and entry["status"] == journal.PENDING:
             retry_at = journal.parse_timestamp(entry.get("retry_at"))
             if retry_at is not None and retry_at > x.now():
                 x.suspend(wake_at=retry_at)
-        attempt = (entry.get("attempt") or 0) + 1 if entry is not None else 1
-        progress = entry.get("progress") if entry is not None else None
-        if entry is not None and entry["status"] == journal.RUNNING and attempt > policy.attempts:
-            lost = errors.WorkflowError(
-                f"attempt {attempt - 1} stopped with the worker that ran it"
-            )
+        # A gather branch that parks the instance: new steps in the others wait for it.
+        x.start_gate()
+        try:
+            attempt = (entry.get("attempt") or 0) + 1 if entry is not None else 1
+            progress = entry.get("progress") if entry is not None else None
+            if (
+                entry is not None
+                and entry["status"] == journal.RUNNING
+                and attempt > policy.attempts
+            ):
+                lost = errors.WorkflowError(
+                    f"attempt {attempt - 1} stopped with the worker that ran it"
+                )
+                x.record(
+                    name,
+                    position,
+                    **{
+                        **entry,
+                        "status": journal.FAILED,
+                        "error": journal.serialize_error(lost),
+                        "finished_at": journal.timestamp(x.now()),
+                    },
+                )
+                raise journal.step_failed(name, attempt - 1, lost)
+            started = x.now()
+            running = {
+                "kind": "step",
+                "status": journal.RUNNING,
+                "attempt": attempt,
+                "started_at": journal.timestamp(started),
+                "progress": progress,
+                "pos": list(position),
+            }
+            if entry is None:
+                x._check_journal_limits("step")
+            # The attempt's start, with everything buffered before it. The write reads the
+            # instance's flags under its row lock and writes the start only if no cancel came
+            # since the last write: such a cancel stops the step before it runs.
+            flags = x.write(guarded={name: running})
+            if flags.cancel_requested or flags.terminate_requested:
+                x.check_interrupts(name, entry)
+            with x._lock:
+                x.keep(name, running)
+            step = StepContext(x, name, name, attempt, progress)  # type: ignore[arg-type]
+            try:
+                call: Callable[[], Any] = lambda step=step: fn(step)  # type: ignore[misc]  # noqa: E731
+                result = invoke(x, step, call, timeout, heartbeat_timeout)
+                result = to_json(result, f'The result of step "{name}"', using=x.using)
+            except Exception as error:
+                if x.definition_error is not None:
+                    raise x.definition_error
+                if x.stop_reason is not None:
+                    raise LeaseLost() if x.stop_reason == "lease-lost" else HandBack()
+                now = x.now()
+                failed = {
+                    **running,
+                    "error": journal.serialize_error(error),
+                    "finished_at": journal.timestamp(now),
+                    "progress": step.progress,
+                }
+                gives_up = (
+                    isinstance(error, TypeError | ValueError) and "JSON" in str(error)
+                ) or policy.gives_up(attempt, error)
+                entry = attempt_failed(x, name, position, failed, attempt, error, policy, gives_up)
+                if entry is None:
+                    raise journal.step_failed(name, attempt, error)
+                continue
+            finished = x.now()
             x.record(
                 name,
                 position,
                 **{
-                    **entry,
-                    "status": journal.FAILED,
-                    "error": journal.serialize_error(lost),
-                    "finished_at": journal.timestamp(x.now()),
+                    **running,
+                    "status": journal.COMPLETED,
+                    "result": result,
+                    "finished_at": journal.timestamp(finished),
+                    "progress": None,
                 },
             )
-            raise journal.step_failed(name, attempt - 1, lost)
-        started = x.now()
-        running = {
-            "kind": "step",
-            "status": journal.RUNNING,
-            "attempt": attempt,
-            "started_at": journal.timestamp(started),
-            "progress": progress,
-            "pos": list(position),
-        }
-        if entry is None:
-            x._check_journal_limits("step")
-        # The attempt's start, with everything buffered before it. The write reads the
-        # instance's flags under its row lock and writes the start only if no cancel came
-        # since the last write: such a cancel stops the step before it runs.
-        flags = x.write(guarded={name: running})
-        if flags.cancel_requested or flags.terminate_requested:
-            x.check_interrupts(name, entry)
-        with x._lock:
-            x.keep(name, running)
-        step = StepContext(x, name, name, attempt, progress)  # type: ignore[arg-type]
-        try:
-            call: Callable[[], Any] = lambda step=step: fn(step)  # type: ignore[misc]  # noqa: E731
-            result = invoke(x, step, call, timeout, heartbeat_timeout)
-            result = to_json(result, f'The result of step "{name}"', using=x.using)
-        except Exception as error:
-            if x.definition_error is not None:
-                raise x.definition_error
-            if x.stop_reason is not None:
-                raise LeaseLost() if x.stop_reason == "lease-lost" else HandBack()
-            now = x.now()
-            failed = {
-                **running,
-                "error": journal.serialize_error(error),
-                "finished_at": journal.timestamp(now),
-                "progress": step.progress,
-            }
-            gives_up = (
-                isinstance(error, TypeError | ValueError) and "JSON" in str(error)
-            ) or policy.gives_up(attempt, error)
-            entry = attempt_failed(x, name, position, failed, attempt, error, policy, gives_up)
-            if entry is None:
-                raise journal.step_failed(name, attempt, error)
-            continue
-        finished = x.now()
-        x.record(
-            name,
-            position,
-            **{
-                **running,
-                "status": journal.COMPLETED,
-                "result": result,
-                "finished_at": journal.timestamp(finished),
-                "progress": None,
-            },
-        )
-        x._emit(
-            "step-completed",
-            step=name,
-            attempt=attempt,
-            duration_ms=round((finished - started).total_seconds() * 1000),
-        )
-        _register(x, position, name, compensate, compensate_retry, result)
-        return copy.deepcopy(result)
+            x._emit(
+                "step-completed",
+                step=name,
+                attempt=attempt,
+                duration_ms=round((finished - started).total_seconds() * 1000),
+            )
+            _register(x, position, name, compensate, compensate_retry, result)
+            return copy.deepcopy(result)
+        finally:
+            x.step_ended()
 
 
 def _register(

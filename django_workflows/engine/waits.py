@@ -40,10 +40,13 @@ def wait(x: Runtime, name: str, conditions: dict[str, Any], *, kind: str = "wait
         k: journal.parse_timestamp(v) for k, v in entry["deadlines"].items()
     }
     first_deadline = min((d for d in deadlines.values() if d is not None), default=None)
+    # Read outside the lock: the read runs on the execution's thread, which may be waiting
+    # for this lock to write another branch's step.
+    received = {key: x.signals(c.signal, c.key) for key, c in signal_conditions.items()}
     with x._lock:
         winner = None
         for key, condition in signal_conditions.items():
-            for signal in x.signals(condition.signal, condition.key):
+            for signal in received[key]:
                 # A signal goes to one wait; a child's end is a fact every wait for it sees.
                 if signal.id in x.consumed and not isinstance(condition, ChildCondition):
                     continue

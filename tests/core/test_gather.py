@@ -58,3 +58,69 @@ def test_one_item_out_of_stock_releases_the_others_then_refunds(world, workflow_
         ("refund", "par:$compensate:charge-payment"),
     ]
     assert world.stock == {"kibble": 25, "litter": 10, "mouse-toy": 3}
+
+
+# -- a step in the same gather as a sleep or wait starts after it (the reference's rules for
+# workflow code): decided the same way at every execution, whichever thread runs first.
+
+
+@pytest.mark.parametrize("order", ["step-first", "sleep-first"])
+def test_a_step_in_the_same_gather_as_a_sleep_starts_after_it(define, workflow_clock, order):
+    ran = []
+
+    @define("gather-sleep")
+    def run(ctx, input):
+        step = lambda: ctx.step("s", lambda step: ran.append("s") or "ok")  # noqa: E731
+        nap = lambda: ctx.sleep("nap", "1h")  # noqa: E731
+        return ctx.gather(*([step, nap] if input == "step-first" else [nap, step]))
+
+    for n in range(5):  # whichever branch's thread runs first
+        ran.clear()
+        id = f"gs-{n}"
+        wf.start("gather-sleep", order, id=id)
+        wf.drain()
+        assert (wf.get_status(id).status, ran) == ("suspended", [])
+        workflow_clock.advance("1h")
+        wf.drain()
+        assert (wf.get_status(id).status, ran) == ("completed", ["s"])
+
+
+def test_a_gather_of_a_pending_wait_and_a_step_parks_without_running_the_step(
+    define, workflow_clock
+):
+    ran = []
+
+    @define("gather-wait-step")
+    def run(ctx, input):
+        return ctx.gather(
+            lambda: ctx.wait_for_signal("await-paid", "order.paid", key=input),
+            lambda: ctx.step("ship", lambda step: ran.append(input) or "shipped"),
+        )
+
+    for n in range(10):  # used to hang: the wait held a lock the step's start needed
+        wf.start("gather-wait-step", f"k{n}", id=f"gw-{n}")
+        wf.drain()
+        assert (wf.get_status(f"gw-{n}").status, ran) == ("suspended", [])
+        wf.signal("order.paid", {"paid": True}, key=f"k{n}")
+        wf.drain()
+        assert wf.get_status(f"gw-{n}").output == [{"paid": True}, "shipped"]
+        assert ran == [f"k{n}"]
+        ran.clear()
+
+
+def test_steps_of_a_gather_without_sleeps_all_start_in_the_first_execution(define, workflow_clock):
+    started = []
+
+    @define("gather-steps-then-sleep")
+    def run(ctx, input):
+        def branch(i):
+            ctx.step(f"a-{i}", lambda step: started.append(f"a-{i}"))
+            ctx.step(f"b-{i}", lambda step: started.append(f"b-{i}"))
+
+        ctx.gather(*[lambda i=i: branch(i) for i in range(3)])
+        ctx.sleep("after", "1h")
+
+    wf.start("gather-steps-then-sleep", None, id="gss")
+    wf.drain()
+    assert sorted(started) == ["a-0", "a-1", "a-2", "b-0", "b-1", "b-2"]
+    assert wf.get_status("gss").status == "suspended"
