@@ -80,7 +80,7 @@ class Execution(Runtime):
     def _run_forward(self) -> str:
         ctx = WorkflowContext(self)
         try:
-            output = self.definition.run(ctx, copy.deepcopy(self.instance.input))
+            output = self._run_definition(ctx)
         except (LeaseLost, HandBack):
             raise
         except Suspend:
@@ -118,6 +118,26 @@ class Execution(Runtime):
         except (TypeError, ValueError) as error:
             return self._undo(error)
         return self._finish(Status.COMPLETED, output=output)
+
+    def _run_definition(self, ctx: WorkflowContext) -> Any:
+        """run(); an engine interrupt that its code swallowed is raised all the same, in place
+        of a return or of another error raised instead of it."""
+        try:
+            output = self.definition.run(ctx, copy.deepcopy(self.instance.input))
+        except errors.WorkflowInterrupt:
+            raise
+        except Exception:
+            swallowed = self.swallowed()
+            if swallowed is None:
+                raise
+            raise swallowed from None
+        else:
+            swallowed = self.swallowed()
+            if swallowed is not None:
+                raise swallowed
+            return output
+        finally:
+            self.forget_interrupt()
 
     def _park(self) -> str:
         wake_at = self.suspension.wake_at
@@ -232,6 +252,7 @@ class Execution(Runtime):
             raise
         except (ReplayEnd, Suspend, Cancel, RunTimeout, JournalFull, Exception):
             pass
+        self.forget_interrupt()
         self.replay_only = False
         if self.definition_error is not None:
             failure = {**error, "compensation": journal.serialize_error(self.definition_error)}

@@ -19,7 +19,7 @@ from typing import Any
 from .. import clock, errors
 from ..conf import get_settings
 from ..definitions import Workflow
-from ..errors import WorkflowPayloadError
+from ..errors import WorkflowInterrupt, WorkflowPayloadError
 from ..events import emit
 from ..jsonvalues import size
 from ..models import JOURNAL_NAME_LENGTH, WorkflowInstance
@@ -219,8 +219,11 @@ class Runtime:
             raise ReplayEnd()
         if self.definition_error is not None:
             raise self.definition_error
+        swallowed = self.swallowed()
+        if swallowed is not None:
+            raise swallowed
         if self.stop_reason == "lease-lost":
-            raise LeaseLost()
+            raise self.interrupted(LeaseLost())
         flags = self.flags
         deadline = self.instance.deadline
         stop: BaseException | None = None
@@ -229,7 +232,7 @@ class Runtime:
         elif deadline is not None and self.now() >= deadline:
             stop = RunTimeout()
         elif self.stop_reason == "shutdown":
-            raise HandBack()
+            raise self.interrupted(HandBack())
         if stop is None:
             return
         if (
@@ -246,7 +249,27 @@ class Runtime:
                     "finished_at": journal.timestamp(self.now()),
                 },
             )
-        raise stop
+        raise self.interrupted(stop)
+
+    def interrupted(self, interrupt: BaseException) -> BaseException:
+        """Note `interrupt`, about to be raised at a ctx call of this thread, and return it.
+        Workflow code that swallows it gets it again at its next ctx call and at its end
+        (swallowed()): the engine's control flow does not depend on the code re-raising it."""
+        if getattr(self._local, "interrupt", None) is None:
+            self._local.interrupt = interrupt
+        return interrupt
+
+    def swallowed(self) -> BaseException | None:
+        """The interrupt raised at a ctx call of this thread, which its code has not let out."""
+        return getattr(self._local, "interrupt", None)
+
+    def _noted(self, error: BaseException) -> BaseException:
+        """A gather branch's error, raised again in the thread that called gather()."""
+        return self.interrupted(error) if isinstance(error, WorkflowInterrupt) else error
+
+    def forget_interrupt(self) -> None:
+        """run() (or the thread's gather branch) ended: its interrupt was dealt with."""
+        self._local.interrupt = None
 
     def check_replay(self, name: str, position: tuple[int, ...]) -> None:
         """Before a new step runs: the code must have reached every entry of the journal."""
@@ -293,7 +316,7 @@ class Runtime:
         limits = get_settings().journal
         entries, used = len(self.journal), self._journal_bytes
         if kind != "compensation" and (entries >= limits.max_entries or used >= limits.max_bytes):
-            raise JournalFull()
+            raise self.interrupted(JournalFull())
         if not self.instance.journal_warned and (
             entries + 1 >= limits.warn_entries or used >= limits.warn_bytes
         ):
@@ -311,7 +334,7 @@ class Runtime:
             ):
                 self.suspension.wake_at = wake_at
             self.suspension.waits.extend(waits or [])
-        raise Suspend()
+        raise self.interrupted(Suspend())
 
     def timer_deadline(self, timer: TimerCondition, now: datetime | None = None) -> datetime:
         if timer.until is not None:
@@ -497,7 +520,7 @@ class Runtime:
             self._quiet.wait_for(lambda: self._active <= 0)
             if self.suspension.pending:
                 self._active += 1
-                raise Suspend()
+                raise self.interrupted(Suspend())
 
     def step_ended(self) -> None:
         """The thread that passed start_gate() runs workflow code again."""
@@ -522,8 +545,13 @@ class Runtime:
             self._local.path = (*position, index)
             try:
                 results[index] = fn()
+                swallowed = self.swallowed()
+                if swallowed is not None:  # the branch's code swallowed it: raise it all the same
+                    raise swallowed
+            except WorkflowInterrupt as interrupt:
+                outcomes[index] = interrupt
             except BaseException as error:  # collected, re-raised below in a fixed order
-                outcomes[index] = error
+                outcomes[index] = self.swallowed() or error
             finally:
                 self._quiet_change(-1)  # this branch runs no more workflow code
                 finished.release()
@@ -551,14 +579,14 @@ class Runtime:
         for kind in order:
             for error in raised:
                 if isinstance(error, kind):
-                    raise error
+                    raise self._noted(error)
         if self.definition_error is not None:
             raise self.definition_error
         order = (Cancel, RunTimeout, JournalFull, Exception, Suspend)
         for kind in order:
             for error in raised:
                 if isinstance(error, kind):
-                    raise error
+                    raise self._noted(error)
         if raised:
-            raise raised[0]
+            raise self._noted(raised[0])
         return results
