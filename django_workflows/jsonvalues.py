@@ -32,5 +32,5 @@ def dumps(value: Any, what: str) -> str:
 
 
 def size(value: Any) -> int:
-    """The size of `value` as JSON, in bytes."""
-    return len(json.dumps(value, separators=(",", ":"), default=str).encode())
+    """The size of `value` as JSON, in bytes of UTF-8 (a "é" is two, not the six of "\\u00e9")."""
+    return len(json.dumps(value, separators=(",", ":"), default=str, ensure_ascii=False).encode())

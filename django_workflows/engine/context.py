@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from .. import errors
 from ..definitions import ScheduleOccurrence, WorkflowSignal
 from ..durations import Duration, parse_duration
-from ..jsonvalues import dumps, to_json
+from ..jsonvalues import size, to_json
 from ..models import JOURNAL_NAME_LENGTH, KEY_LENGTH
 from ..results import WaitOutcome
 from . import journal
@@ -412,13 +412,14 @@ class WorkflowContext:
 
     def fail(self, message: str) -> None:
         """Fail the instance: its compensations run and it ends `failed` with WorkflowFailedError."""
+        self._x._guard_step("ctx.fail()")  # in a step: raise NonRetryableStepError instead
         self._x.check_interrupts(None, None)
         raise errors.WorkflowFailedError(str(message), instance_id=self.instance_id)
 
     def set_status(self, value: Any) -> None:
         """Set the custom status (JSON, at most 16 KiB; None clears it), written with the next write."""
         value = to_json(value, "The custom status", using=self._x.using)
-        if len(dumps(value, "The custom status").encode()) > CUSTOM_STATUS_LIMIT:
+        if size(value) > CUSTOM_STATUS_LIMIT:
             raise TypeError("The custom status takes more than 16 KiB as JSON.")
         self._x.set_custom_status(value)
 

@@ -88,6 +88,20 @@ def test_a_custom_status_that_is_not_json_fails_the_instance_with_a_type_error(w
     assert "custom status" in status.error["message"]
 
 
+def test_the_custom_status_limit_counts_bytes_of_utf_8(define, workflow_clock):
+    @define("accented")
+    def accented(ctx, input):
+        ctx.set_status("é" * input)  # two bytes each in UTF-8
+
+    wf.start("accented", 8000, id="fits")
+    wf.start("accented", 8200, id="too-big")
+    wf.drain()
+    assert wf.get_status("fits").custom_status == "é" * 8000
+    assert wf.get_status("too-big").error["message"] == (
+        "The custom status takes more than 16 KiB as JSON."
+    )
+
+
 # -- rules for workflow code -----------------------------------------------------------------------
 
 
@@ -109,6 +123,28 @@ def test_calling_ctx_inside_a_step_fails_the_instance_without_compensating(world
     assert status.status == "failed"
     assert status.error["name"] == "WorkflowDefinitionError"
     assert world.refunds == {}
+
+
+@pytest.mark.parametrize("call", ["fail", "set_status"])
+def test_ctx_fail_or_set_status_inside_a_step_fails_the_instance_and_is_not_retried(
+    define, workflow_clock, call
+):
+    attempts = []
+
+    @define("fail-in-step")
+    def run(ctx, input):
+        def bad(step):
+            attempts.append(step.attempt)
+            ctx.fail("declined") if call == "fail" else ctx.set_status("busy")
+
+        ctx.step("bad", bad, retry=wf.Retry(attempts=3, delay="1s"))
+
+    wf.start("fail-in-step", None, id="fis")
+    wf.drain()
+    status = wf.get_status("fis")
+    assert (status.status, status.error["name"]) == ("failed", "WorkflowDefinitionError")
+    assert f"ctx.{call}()" in status.error["message"]
+    assert attempts == [1]
 
 
 def test_workflow_interrupt_is_a_base_exception():
