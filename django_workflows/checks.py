@@ -8,6 +8,7 @@ import django
 from django.conf import settings
 from django.core.checks import Error, Tags, Warning, register
 from django.db import connections
+from django.utils.module_loading import import_string
 
 from .conf import get_settings
 
@@ -18,16 +19,45 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[Any]:
     built or does not give back what it encoded."""
     problems: list[Any] = []
     try:
-        get_settings()
+        configured = get_settings()
     except (ValueError, TypeError) as error:
         problems.append(Error(str(error), id="django_workflows.E001"))
     else:
+        problems += _check_retry_and_clock(configured)
         problems += _check_codecs()
     if not settings.USE_TZ:
         problems.append(
             Error(
                 "django_workflows stores aware UTC datetimes: set USE_TZ = True.",
                 id="django_workflows.E002",
+            )
+        )
+    return problems
+
+
+def _check_retry_and_clock(configured: Any) -> list[Any]:
+    """E001 for a RETRY the steps could not use, and a CLOCK that cannot tell the time."""
+    from .retries import RetryPolicy
+
+    problems = []
+    try:
+        RetryPolicy().merged(configured.retry, "DJANGO_WORKFLOWS['RETRY']")
+    except (ValueError, TypeError) as error:
+        problems.append(Error(f"DJANGO_WORKFLOWS['RETRY']: {error}", id="django_workflows.E001"))
+    clock = configured.clock
+    try:
+        if isinstance(clock, str):
+            clock = import_string(clock)
+            if isinstance(clock, type):
+                clock = clock()
+        if clock is not None and not callable(getattr(clock, "now", None)):
+            raise TypeError(f"{clock!r} has no now() method")
+    except (ImportError, TypeError) as error:
+        problems.append(
+            Error(
+                f"DJANGO_WORKFLOWS['CLOCK'] must be a clock (an object with now() returning an "
+                f"aware datetime), its class, or a dotted path to either: {error}.",
+                id="django_workflows.E001",
             )
         )
     return problems

@@ -70,6 +70,13 @@ def get_settings() -> WorkflowSettings:
     concurrency = worker_raw.get("CONCURRENCY", 10)
     if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
         raise ValueError(f"WORKER['CONCURRENCY'] must be a positive integer, not {concurrency!r}.")
+    if heartbeat is not None and not (
+        timedelta() < parse_duration(heartbeat, "WORKER['HEARTBEAT_INTERVAL']") < lease
+    ):
+        raise ValueError(
+            f"WORKER['HEARTBEAT_INTERVAL'] ({heartbeat!r}) must be longer than zero and shorter "
+            f"than WORKER['LEASE_DURATION'] ({lease}), which runs out unless renewed in time."
+        )
     worker = WorkerSettings(
         concurrency=concurrency,
         poll_interval=parse_duration(

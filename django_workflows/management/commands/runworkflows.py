@@ -56,7 +56,11 @@ class Command(BaseCommand):
             handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
             logger.addHandler(handler)
             logger.setLevel(logging.INFO)
-        _check_migrated(database_alias(options["database"]))
+        try:
+            using = database_alias(options["database"])  # also validates DJANGO_WORKFLOWS
+        except (ValueError, TypeError) as error:
+            raise CommandError(str(error)) from None
+        _check_migrated(using)
         if options["once"]:
             executed = self._worker(options).drain()
             self.stdout.write(f"Ran {executed} execution(s).")
