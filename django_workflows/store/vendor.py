@@ -110,34 +110,46 @@ def mysql_claim_candidates(
     `where` adds a condition (SQL and its parameters): claims under limits pass over the full
     workflows and keys.
     """
-    from ..models import WorkflowInstance
 
     connection = connections[using]
     if connection.vendor != "mysql":
         return NotImplemented
+    with connection.cursor() as cursor:
+        return _mysql_candidates(connection, cursor, now, limit, workflows, where)
+
+
+def _mysql_candidates(
+    connection: Any,
+    cursor: Any,
+    now: Any,
+    limit: int,
+    workflows: list[tuple[str, int]],
+    where: tuple[str, list[Any]] = ("", []),
+) -> list[str]:
+    from ..models import WorkflowInstance
+
     table = WorkflowInstance._meta.db_table
     pairs = " OR ".join("(workflow = %s AND version = %s)" for _ in workflows)
+    adapt = connection.ops.adapt_datetimefield_value
     ids: list[str] = []
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT DISTINCT priority FROM {table} ORDER BY priority")
-        priorities = [row[0] for row in cursor.fetchall()]
-        for priority in priorities:
-            adapt = connection.ops.adapt_datetimefield_value
-            params: list[Any] = [priority, adapt(_EARLIEST), adapt(now), adapt(now)]
-            for name, version in workflows:
-                params += [name, version]
-            params += [*where[1], limit - len(ids)]
-            cursor.execute(
-                f"SELECT id FROM {table} FORCE INDEX (dw_instance_due) "
-                f"WHERE priority = %s AND wake_at >= %s AND wake_at <= %s "
-                f"AND (lease_until IS NULL OR lease_until < %s) AND ({pairs}) "
-                f"{'AND ' + where[0] if where[0] else ''} "
-                f"ORDER BY priority, wake_at, created_at, id LIMIT %s FOR UPDATE SKIP LOCKED",
-                params,
-            )
-            ids += [row[0] for row in cursor.fetchall()]
-            if len(ids) >= limit:
-                break
+    cursor.execute(f"SELECT DISTINCT priority FROM {table} ORDER BY priority")
+    priorities = [row[0] for row in cursor.fetchall()]
+    for priority in priorities:
+        params: list[Any] = [priority, adapt(_EARLIEST), adapt(now), adapt(now)]
+        for name, version in workflows:
+            params += [name, version]
+        params += [*where[1], limit - len(ids)]
+        cursor.execute(
+            f"SELECT id FROM {table} FORCE INDEX (dw_instance_due) "
+            f"WHERE priority = %s AND wake_at >= %s AND wake_at <= %s "
+            f"AND (lease_until IS NULL OR lease_until < %s) AND ({pairs}) "
+            f"{'AND ' + where[0] if where[0] else ''} "
+            f"ORDER BY priority, wake_at, created_at, id LIMIT %s FOR UPDATE SKIP LOCKED",
+            params,
+        )
+        ids += [row[0] for row in cursor.fetchall()]
+        if len(ids) >= limit:
+            break
     return ids
 
 
@@ -490,6 +502,60 @@ def _mysql_transaction(connection: Any) -> Iterator[Any]:
 _UNSET: Any = object()
 
 
+def _mysql_claim(
+    using: str,
+    *,
+    owner: str,
+    token: str,
+    now: Any,
+    lease_until: Any,
+    limit: int,
+    workflows: list[tuple[str, int]],
+) -> Any:
+    """MySQL and MariaDB's claim by hand-written SQL in one transaction: lock the candidates
+    (SKIP LOCKED), lease them, read them back and the last signal id. The ORM's version of the
+    same statements cost about a quarter of a worker's time there."""
+    from ..models import Signal, Status, WorkflowInstance
+
+    connection = connections[using]
+    table = WorkflowInstance._meta.db_table
+    adapt = connection.ops.adapt_datetimefield_value
+    with _mysql_transaction(connection) as cursor:
+        ids = _mysql_candidates(connection, cursor, now, limit, workflows)
+        if not ids:
+            return [], 0
+        marks = ", ".join(["%s"] * len(ids))
+        # The due conditions again, as the other databases' claims have them.
+        cursor.execute(
+            f"UPDATE {table} SET lease_token = %s, lease_owner = %s, lease_until = %s, "
+            f"runs = runs + 1, updated_at = %s, "
+            f"status = CASE WHEN status = %s THEN status ELSE %s END "
+            f"WHERE id IN ({marks}) AND wake_at <= %s AND (lease_until IS NULL OR lease_until < %s)",
+            [
+                token,
+                owner,
+                adapt(lease_until),
+                adapt(now),
+                Status.COMPENSATING,
+                Status.RUNNING,
+                *ids,
+                adapt(now),
+                adapt(now),
+            ],
+        )
+        cursor.execute(f"SELECT COALESCE(MAX(id), 0) FROM {Signal._meta.db_table}")
+        last = int(cursor.fetchone()[0])
+        columns = ", ".join(str(field.column) for field in WorkflowInstance._meta.concrete_fields)
+        claimed = list(
+            WorkflowInstance.objects.using(using).raw(
+                f"SELECT {columns} FROM {table} WHERE lease_token = %s AND id IN ({marks}) "
+                f"ORDER BY priority, wake_at, created_at, id",
+                [token, *ids],
+            )
+        )
+    return claimed, last
+
+
 def claim_in_one_statement(
     using: str,
     *,
@@ -501,14 +567,26 @@ def claim_in_one_statement(
     workflows: list[tuple[str, int]],
 ) -> Any:
     """On PostgreSQL, a claim as one statement: pick the due candidates FOR UPDATE SKIP LOCKED,
-    lease them, and return them with the last signal id. NotImplemented elsewhere.
+    lease them, and return them with the last signal id. On MySQL and MariaDB the same by
+    hand-written statements in one transaction (_mysql_claim). NotImplemented on SQLite.
 
     The last signal id comes from the statement's snapshot: a signal committed after it has a
     higher id, and the release's check for signals above the cursor catches it.
     """
     from ..models import Signal, Status, WorkflowInstance
 
-    if connections[using].vendor != "postgresql":
+    vendor = connections[using].vendor
+    if vendor == "mysql":
+        return _mysql_claim(
+            using,
+            owner=owner,
+            token=token,
+            now=now,
+            lease_until=lease_until,
+            limit=limit,
+            workflows=workflows,
+        )
+    if vendor != "postgresql":
         return NotImplemented
     instances = WorkflowInstance._meta.db_table
     signals = Signal._meta.db_table
