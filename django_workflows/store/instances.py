@@ -346,7 +346,7 @@ def write(using: str, id: str, token: str, write: InstanceWrite) -> LeaseFlags |
         release = write.release
         if release is not None:
             if release.had_waits:
-                Wait.objects.using(using).filter(instance_id=id).delete()
+                Wait.objects.using(using).filter(instance_id=id)._raw_delete(using)
             if release.waits:
                 Wait.objects.using(using).bulk_create(
                     [Wait(instance_id=id, signal=signal, key=key) for signal, key in release.waits]

@@ -51,7 +51,7 @@ def reopen(using: str, id: str, change: Reopen, *, keep_deadline: Any) -> bool:
         if change.drop_entries:
             JournalEntry.objects.using(using).filter(
                 instance_id=id, name__in=change.drop_entries
-            ).delete()
+            )._raw_delete(using)
         if change.entries:
             JournalEntry.objects.using(using).bulk_create(
                 [
@@ -60,7 +60,7 @@ def reopen(using: str, id: str, change: Reopen, *, keep_deadline: Any) -> bool:
                 ],
                 **vendor.upsert_kwargs(using, ["instance", "name"], ["document"]),
             )
-        Wait.objects.using(using).filter(instance_id=id).delete()
+        Wait.objects.using(using).filter(instance_id=id)._raw_delete(using)
         fields: dict[str, Any] = {
             "status": change.status,
             "error": payloads.encode_value(
@@ -97,8 +97,8 @@ def delete_instance(using: str, id: str, statuses: list[str]) -> str | None:
 
 
 def _delete(using: str, ids: list[str]) -> int:
-    JournalEntry.objects.using(using).filter(instance_id__in=ids).delete()
-    Wait.objects.using(using).filter(instance_id__in=ids).delete()
+    JournalEntry.objects.using(using).filter(instance_id__in=ids)._raw_delete(using)
+    Wait.objects.using(using).filter(instance_id__in=ids)._raw_delete(using)
     return WorkflowInstance.objects.using(using).filter(pk__in=ids)._raw_delete(using)
 
 

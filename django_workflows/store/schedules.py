@@ -107,11 +107,14 @@ def list_schedules(
 
 @vendor.retries_deadlocks
 def delete_schedule(using: str, id: str, revision: int | None = None) -> bool:
-    """Delete the schedule (while its revision is still `revision`, when given)."""
+    """Delete the schedule (while its revision is still `revision`, when given): one
+    conditional DELETE. QuerySet.delete() is not one when the project has a pre_delete or
+    post_delete receiver: it selects the rows, then deletes them by primary key alone, which
+    could delete a revision saved in between."""
     rows = WorkflowSchedule.objects.using(using).filter(pk=id)
     if revision is not None:
         rows = rows.filter(revision=revision)
-    return rows.delete()[0] > 0
+    return int(rows._raw_delete(using)) > 0
 
 
 @vendor.retries_deadlocks

@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 from django.core.checks import run_checks
 
+pytestmark = pytest.mark.django_db  # some checks read the database's settings
+
 
 def e001(settings, value) -> list[str]:
     settings.DJANGO_WORKFLOWS = value

@@ -101,3 +101,39 @@ def test_of_concurrent_inserts_of_one_id_one_lands():
     results = race([lambda: save("new-one", expect=None)] * inserters)
     assert sum(r is not None for r in results) == 1
     assert WorkflowSchedule.objects.filter(pk="new-one").count() == 1
+
+
+def test_a_delete_of_one_revision_keeps_the_revision_saved_meanwhile():
+    # A project-wide pre_delete receiver (an audit log, say) turns QuerySet.delete() into a
+    # SELECT, then a DELETE by primary key alone; another process's save lands in between.
+    from django.db.models.signals import pre_delete
+
+    save("s1", expect=None)
+    saved: list[WorkflowSchedule | None] = []
+
+    def audit(sender, **kwargs):
+        if sender is WorkflowSchedule and not saved:
+
+            def other() -> None:
+                try:
+                    saved.append(save("s1", expect=1, cron="5 * * * *"))
+                finally:
+                    connection.close()
+
+            thread = threading.Thread(target=other)
+            thread.start()
+            thread.join(5)
+
+    pre_delete.connect(audit)
+    try:
+        deleted = store.delete_schedule("default", "s1", 1)
+    finally:
+        pre_delete.disconnect(audit)
+    # One conditional DELETE: no window for the save (the receiver is not even called), and
+    # revision 1 is what it deleted. Before, the save landed and revision 2 was deleted.
+    assert (deleted, saved) == (True, [])
+    assert not WorkflowSchedule.objects.filter(pk="s1").exists()
+    save("s1", expect=None)
+    save("s1", expect=1)
+    assert store.delete_schedule("default", "s1", 1) is False  # revision 2 stays
+    assert WorkflowSchedule.objects.get(pk="s1").revision == 2
