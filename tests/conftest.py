@@ -24,9 +24,11 @@ def pytest_report_header(config):
         except Exception as error:  # the tests fail on this themselves; the header only says it
             version = f"unreachable ({error.__class__.__name__}: {error})".splitlines()[0]
     codec = ", every payload encrypted (CODEC=1)" if os.environ.get("CODEC") else ""
+    isolation = connection.settings_dict.get("OPTIONS", {}).get("isolation_level")
+    isolation = f", {isolation.upper()}" if isolation else ""
     return (
         f"database: DB={os.environ.get('DB', 'sqlite')} ({connection.vendor}) {version}, "
-        f"{where}{codec}"
+        f"{where}{isolation}{codec}"
     )
 
 

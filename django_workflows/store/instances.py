@@ -79,7 +79,13 @@ def create_instance(using: str, instance: WorkflowInstance) -> tuple[WorkflowIns
         created = vendor.insert_ignore(instance, using)
         if created:
             return instance, True
-        return WorkflowInstance.objects.using(using).get(pk=instance.pk), False
+        rows = WorkflowInstance.objects.using(using)
+        found = rows.filter(pk=instance.pk).first()
+        if found is None:
+            # MySQL/MariaDB under REPEATABLE READ: the transaction's snapshot (the caller's, or
+            # the cursor's read above) predates the row the insert found; a locking read sees it.
+            found = rows.select_for_update().get(pk=instance.pk)
+        return found, False
 
 
 def get_instance(using: str, id: str) -> WorkflowInstance | None:
@@ -249,7 +255,11 @@ def claim(
             .filter(lease_token=token, pk__in=ids)
             .order_by("priority", "wake_at", "created_at", "id")
         )
-        return _decoded(Claim(claimed, last_signal_id(using), _journals(using, claimed)))
+        last = last_signal_id(using)
+    # The journals after the commit, as the one-statement claims read them: under MySQL's
+    # REPEATABLE READ the transaction's snapshot (taken by its first read, before the instances
+    # were locked) could miss the previous lease holder's last write.
+    return _decoded(Claim(claimed, last, _journals(using, claimed)))
 
 
 def _decoded(claim: Claim) -> Claim:

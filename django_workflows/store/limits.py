@@ -84,13 +84,13 @@ def pick(
     )
     if not candidates:
         return []
-    room = _room(using, now, rates, candidates)
+    room, stored = _room(using, now, rates, candidates)
     chosen = _stages(candidates, limit, concurrency, rates, slots, key_slots, room)
     if not chosen or not rates:
         return [c.id for c in chosen]
     # Lock the windows the chosen take room in, count again, and keep what still fits.
     needed = sorted({w for c in chosen for w, _ in _windows_of(c, rates)})
-    room = _lock_windows(using, now, rates, needed)
+    room = _lock_windows(using, now, rates, needed, stored)
     kept: list[Candidate] = []
     taken: Counter[WindowId] = Counter()
     for candidate in chosen:
@@ -248,39 +248,40 @@ def _room(
     now: datetime,
     rates: dict[str, RateRule],
     candidates: list[Candidate],
-) -> dict[WindowId, float]:
+) -> tuple[dict[WindowId, float], set[WindowId]]:
     """Room left in each window the candidates would take room in (a window that ended is
-    empty), read without a lock: pick() counts again under the windows' locks."""
+    empty), read without a lock: pick() counts again under the windows' locks. And the windows
+    whose rows this read found."""
     wanted: dict[WindowId, Window] = {}
     for candidate in candidates:
         wanted.update(_windows_of(candidate, rates))
-    return _read_windows(using, now, wanted)
-
-
-def _read_windows(
-    using: str, now: datetime, wanted: dict[WindowId, Window]
-) -> dict[WindowId, float]:
     room: dict[WindowId, float] = {w: float(rule.max) for w, rule in wanted.items()}
+    stored: set[WindowId] = set()
     if not wanted:
-        return room
+        return room, stored
     match = functools.reduce(operator.or_, (Q(workflow=w, scope=s, key=k) for (w, s, k) in wanted))
     rows = RateLimitWindow.objects.using(using).filter(match)
     for workflow, scope, key, window_end, count in rows.values_list(
         "workflow", "scope", "key", "window_end", "count"
     ):
+        stored.add((workflow, scope, key))
         if window_end > now:
             room[(workflow, scope, key)] = wanted[(workflow, scope, key)].max - count
-    return room
+    return room, stored
 
 
 def _lock_windows(
-    using: str, now: datetime, rates: dict[str, RateRule], needed: list[WindowId]
+    using: str,
+    now: datetime,
+    rates: dict[str, RateRule],
+    needed: list[WindowId],
+    stored: set[WindowId],
 ) -> dict[WindowId, float]:
     """Insert-or-lock each window's row, one at a time in a fixed order (Python's, which the
     database's collation needn't share), and read its room under the lock.
 
-    FOR UPDATE first, and only a missing row is inserted (a purge may delete one while this
-    waits for its lock: then it is inserted again). The insert of a row another claim has just
+    FOR UPDATE first where the unlocked read found the row, else the insert first; a row
+    missing after all is inserted (a purge may delete one while this waits for its lock). The insert of a row another claim has just
     inserted leaves it locked for update, not shared: two claims upgrading a shared lock
     deadlock (see vendor.insert_or_lock)."""
     rows = RateLimitWindow.objects.using(using)
@@ -291,10 +292,14 @@ def _lock_windows(
         assert window is not None
         room[(workflow, scope, key)] = float(window.max)
         row = rows.filter(workflow=workflow, scope=scope, key=key).select_for_update()
-        for _ in range(5):
-            found = list(row.values_list("window_end", "count"))
-            if found:
-                break
+        for attempt in range(5):
+            # A row the read found: lock it. One it did not find: insert it first, since a
+            # FOR UPDATE that finds no row locks the gap under MySQL's REPEATABLE READ, and
+            # claims inserting into a gap they all locked deadlock.
+            if attempt > 0 or (workflow, scope, key) in stored:
+                found = list(row.values_list("window_end", "count"))
+                if found:
+                    break
             vendor.insert_or_lock(
                 RateLimitWindow(workflow=workflow, scope=scope, key=key, window_end=now, count=0),
                 using,

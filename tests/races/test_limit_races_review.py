@@ -130,3 +130,66 @@ def test_a_purge_deleting_a_window_a_claim_waits_for_keeps_the_claims_count(defi
     assert window.count == 1 and window.window_end > clock.now()
     WorkflowInstance.objects.filter(pk="p-1").update(lease_until=None, lease_token=None)
     assert claim_once("review-purged") == []  # the window holds the claim: it is full
+
+
+def test_a_limited_claim_reads_the_journal_of_the_previous_lease_holders_last_write(
+    define, monkeypatch
+):
+    # The claim counts the slots, then the previous lease holder's last write commits, then
+    # the claim locks the instance. Under MySQL's REPEATABLE READ a journal read inside the
+    # claim's transaction would come from the snapshot of the count, without that write.
+    from datetime import timedelta
+
+    from django_workflows import Concurrency
+    from django_workflows.store import instances as store
+    from django_workflows.store import limits
+    from django_workflows.worker import limit_rules
+
+    if connection.vendor == "sqlite":
+        pytest.skip("SQLite: the claim holds the database's one write lock, the write waits")
+
+    @define("journal-limited", concurrency=Concurrency(limit=100))
+    def limited(ctx, input):
+        return None
+
+    wf.start("journal-limited", {}, id="j-1")
+    assert claim_once("journal-limited") == ["j-1"]
+    first_token = WorkflowInstance.objects.get(pk="j-1").lease_token
+    candidates = limits._candidates
+    written = []
+
+    def last_write_meanwhile(using, **kwargs):
+        def holder() -> None:
+            try:
+                now = clock.now()
+                write = store.InstanceWrite(
+                    now=now,
+                    entries={"step-0": {"kind": "step", "status": "completed", "result": 1}},
+                    release=store.Release(now - timedelta(seconds=1), [], 0, False),
+                )
+                written.append(store.write("default", "j-1", first_token, write))
+            finally:
+                connection.close()
+
+        thread = threading.Thread(target=holder)
+        thread.start()
+        thread.join(10)
+        return candidates(using, **kwargs)
+
+    monkeypatch.setattr(limits, "_candidates", last_write_meanwhile)
+    concurrency, rates = limit_rules(["journal-limited"])
+    now = clock.now()
+    claim = store.claim(
+        "default",
+        owner="b",
+        token="second",
+        now=now,
+        lease_until=now + timedelta(minutes=5),
+        limit=1,
+        workflows=[("journal-limited", 1)],
+        concurrency=concurrency,
+        rates=rates,
+    )
+    assert written and written[0] is not None
+    assert [i.id for i in claim.instances] == ["j-1"]
+    assert [name for name, _ in claim.journals["j-1"]] == ["step-0"]
