@@ -234,3 +234,60 @@ def test_cancel_racing_drains_never_leaves_an_instance_stuck():
             assert row.status == "completed", (row.id, row.status)
         if row.status == "cancelled":
             assert accepted[row.id], row.id
+
+
+def test_signal_ids_become_visible_in_id_order():
+    # The store contract: a reader that sees a signal's id sees every lower id too (a suspension
+    # takes "the signals up to the last id" as the ones it has seen). Senders hold their
+    # transactions open a moment; a watcher checks each view it gets.
+    import random
+
+    from django.db import transaction
+
+    senders, each = threads_for(6, 3), 15
+    done = threading.Event()
+    views: list[tuple[int, set[int]]] = []
+
+    def send(n: int):
+        def fn() -> None:
+            for i in range(each):
+                with transaction.atomic():
+                    wf.signal("order.placed", {"n": i}, key=f"s{n}")
+                    time.sleep(random.uniform(0, 0.01))
+
+        return fn
+
+    def watch() -> None:
+        try:
+            while not done.is_set():
+                ids = set(Signal.objects.values_list("id", flat=True))
+                if ids:
+                    views.append((max(ids), ids))
+        finally:
+            connection.close()
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        race([send(n) for n in range(senders)])
+    finally:
+        done.set()
+        watcher.join(10)
+    every = set(Signal.objects.values_list("id", flat=True))
+    assert len(every) == senders * each
+    gaps = [
+        (top, sorted(i for i in every if i <= top and i not in seen)[:5]) for top, seen in views
+    ]
+    assert not [gap for gap in gaps if gap[1]], gaps[:3]
+    assert views  # the watcher saw the table while the senders ran
+
+
+def test_concurrent_cancels_and_terminates_accept_one_of_each():
+    n = threads_for(8, 3)
+    for round in range(3):
+        id = f"cx-{round}"
+        wf.start("wait-once", {"signal": "never", "key": id}, id=id)
+        wf.drain()
+        cancels = race([lambda id=id: wf.cancel(id, reason="a").accepted] * n)
+        terminates = race([lambda id=id: wf.terminate(id, reason="b").accepted] * n)
+        assert (sum(cancels), sum(terminates)) == (1, 1), (cancels, terminates)
