@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 import logging
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from .. import clock, errors, wakeups
@@ -155,14 +155,8 @@ class Execution(Runtime):
         return Status.SUSPENDED
 
     def _hand_back(self) -> str:
-        status = (
-            Status.COMPENSATING if self.instance.status == Status.COMPENSATING else Status.SUSPENDED
-        )
         try:
-            self.write(
-                changes={"status": status},
-                release=store.Release(self.now(), [], self.last_signal_id, self._had_waits),
-            )
+            self.write(**self._handing_back(self.now()))
         except LeaseLost:
             return "lease-lost"
         logger.info("Instance %s handed back for another worker.", self.instance.id)
@@ -174,21 +168,19 @@ class Execution(Runtime):
         _hand_back() would. Fenced by the lease token, so whatever the execution writes after
         finds the lease gone and writes nothing; what it had not written yet (a finished gather
         branch's result) runs again. Whether the lease was still held."""
+        now = self.now()
+        write = store.InstanceWrite(now=now, **self._handing_back(now))
+        return store.write(self.using, self.instance.id, self.token, write) is not None
+
+    def _handing_back(self, now: datetime) -> dict[str, Any]:
+        """The write that hands the instance back, due at once, as it stands."""
         status = (
             Status.COMPENSATING if self.instance.status == Status.COMPENSATING else Status.SUSPENDED
         )
-        now = self.now()
-        flags = store.write(
-            self.using,
-            self.instance.id,
-            self.token,
-            store.InstanceWrite(
-                now=now,
-                changes={"status": status},
-                release=store.Release(now, [], self.last_signal_id, self._had_waits),
-            ),
-        )
-        return flags is not None
+        return {
+            "changes": {"status": status},
+            "release": store.Release(now, [], self.last_signal_id, self._had_waits),
+        }
 
     def _leave_alone(self, error: BaseException) -> str:
         """A signal it needs cannot be read: write what it journaled, hand it back, leave it."""
