@@ -83,13 +83,24 @@ def lock_names(using: str, names: list[str]) -> None:
 
 
 def _lock_row(cursor: Any, name: str, *, shared: bool) -> None:
+    """Lock the store lock row `name` until the end of the transaction (MySQL, MariaDB).
+
+    Exclusively: ON DUPLICATE KEY UPDATE, which inserts the row if it is missing (a concurrency
+    lock's first claim) and otherwise locks it for update; lockers that all find it missing
+    then wait for the one that inserted it, rather than deadlock as a SELECT ... FOR UPDATE
+    first would under REPEATABLE READ (its gap lock), or INSERT IGNORE's shared lock under any.
+    Shared: LOCK IN SHARE MODE, on the signal lock's row, which migrate (and a test database's
+    flush) creates (apps._create_lock_rows); inserted the same way if missing all the same."""
     table = StoreLock._meta.db_table
-    mode = "LOCK IN SHARE MODE" if shared else "FOR UPDATE"
-    cursor.execute(f"SELECT name FROM {table} WHERE name = %s {mode}", [name])
+    upsert = f"INSERT INTO {table} (name) VALUES (%s) ON DUPLICATE KEY UPDATE name = name"
+    if not shared:
+        cursor.execute(upsert, [name])
+        return
+    share = f"SELECT name FROM {table} WHERE name = %s LOCK IN SHARE MODE"
+    cursor.execute(share, [name])
     if cursor.fetchone() is None:
-        # The migration creates the row; a flushed test database may have lost it.
-        cursor.execute(f"INSERT IGNORE INTO {table} (name) VALUES (%s)", [name])
-        cursor.execute(f"SELECT name FROM {table} WHERE name = %s {mode}", [name])
+        cursor.execute(upsert, [name])
+        cursor.execute(share, [name])
 
 
 def mysql_claim_candidates(

@@ -291,3 +291,31 @@ def test_concurrent_cancels_and_terminates_accept_one_of_each():
         cancels = race([lambda id=id: wf.cancel(id, reason="a").accepted] * n)
         terminates = race([lambda id=id: wf.terminate(id, reason="b").accepted] * n)
         assert (sum(cancels), sum(terminates)) == (1, 1), (cancels, terminates)
+
+
+@pytest.mark.parametrize("lock", ["signals", "concurrency"])
+def test_the_first_lockers_of_a_lock_row_never_deadlock(lock):
+    # MySQL/MariaDB keep the store's locks as rows. A workflow's concurrency lock is created by
+    # its first claims; lockers that all find the row missing insert it at once, and must not
+    # deadlock doing so, under READ COMMITTED or REPEATABLE READ. (The signal lock's row comes
+    # with migrate; here it is deleted too.)
+    from django.db import transaction
+
+    from django_workflows.models import StoreLock
+    from django_workflows.store import vendor
+
+    def take() -> str:
+        try:
+            with transaction.atomic():
+                if lock == "concurrency":
+                    vendor.lock_names("default", ["concurrency:new-workflow"])
+                else:
+                    vendor.lock_signals("default", shared=False)
+        except Exception as error:  # a deadlock, reported below with the others
+            return repr(error)
+        return "locked"
+
+    for _ in range(10):
+        StoreLock.objects.all().delete()
+        outcomes = race([take] * threads_for(8, 3))
+        assert set(outcomes) == {"locked"}, outcomes
