@@ -163,3 +163,74 @@ def test_a_start_in_another_process_wakes_a_postgresql_worker_at_once():
             worker.communicate(timeout=20)
         except subprocess.TimeoutExpired:
             worker.kill()
+
+
+def test_a_worker_survives_the_database_dropping_its_connections(tmp_path):
+    # As when the server restarts or a proxy cuts idle connections: every connection of the
+    # worker process is killed mid-run. It reconnects; what it was running runs again once its
+    # lease expires, and everything completes, each charge once.
+    if connection.vendor == "sqlite":
+        pytest.skip("SQLite: no server to drop connections")
+    for n in range(10):
+        wf.start("process-order", {"seconds": 0.3}, id=f"before-{n:02d}")
+    log = tmp_path / "worker.log"
+    with log.open("w") as output:
+        worker = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "django",
+                "runworkflows",
+                "--poll-interval",
+                "200ms",
+                "--lease-duration",
+                "3s",
+            ],
+            cwd=ROOT,
+            env={
+                **os.environ,
+                "DJANGO_SETTINGS_MODULE": "tests.settings",
+                "DB_NAME": connection.settings_dict["NAME"],
+                "PYTHONPATH": str(ROOT),
+            },
+            stdout=output,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        wait_for(lambda: StepRun.objects.count() >= 3, what="some steps to start")
+        killed = kill_other_connections()
+        assert killed >= 2  # at least the worker's claim and execution connections
+        for n in range(10):
+            wf.start("process-order", {"seconds": 0.05}, id=f"after-{n:02d}")
+        wait_for(
+            lambda: WorkflowInstance.objects.filter(status="completed").count() == 20,
+            timeout=90,
+            what="all 20 orders to complete",
+        )
+        assert worker.poll() is None, log.read_text()
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        try:
+            worker.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+    assert Charge.objects.count() == 20
+
+
+def kill_other_connections() -> int:
+    """Kill every connection to the test database but this one; how many."""
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+            return int(cursor.fetchone()[0])
+        cursor.execute(
+            "SELECT id FROM information_schema.processlist "
+            "WHERE db = DATABASE() AND id <> CONNECTION_ID()"
+        )
+        ids = [row[0] for row in cursor.fetchall()]
+        for id in ids:
+            cursor.execute(f"KILL {int(id)}")
+        return len(ids)
