@@ -9,6 +9,7 @@ import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.db import connection
@@ -22,7 +23,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def spawn(*args: str) -> subprocess.Popen:
+def spawn(*args: str, output: Any = subprocess.PIPE) -> subprocess.Popen:
+    """A runworkflows process on the test database; its output piped, or to `output` (a file,
+    for a run that logs more than a pipe holds while nobody reads it)."""
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "tests.settings",
@@ -33,7 +36,7 @@ def spawn(*args: str) -> subprocess.Popen:
         [sys.executable, "-m", "django", "runworkflows", *args],
         cwd=ROOT,
         env=env,
-        stdout=subprocess.PIPE,
+        stdout=output,
         stderr=subprocess.STDOUT,
         text=True,
     )
@@ -48,20 +51,29 @@ def wait_for(condition, timeout: float = 30.0, what: str = "the condition") -> N
     raise AssertionError(f"Timed out waiting for {what}.")
 
 
-def test_sigterm_hands_a_stopped_instance_back_at_once():
-    wf.start("process-order", {"seconds": 60}, id="long-1")
+def sigterm_in_the_first_step(id: str, input: dict[str, Any], *, shutdown_timeout: str) -> str:
+    """Start `id`, SIGTERM a worker once its first step runs; the worker's output (it exited 0)."""
+    wf.start("process-order", input, id=id)
     worker = spawn(
-        "--shutdown-timeout", "5s", "--poll-interval", "200ms", "--lease-duration", "60s"
+        "--shutdown-timeout",
+        shutdown_timeout,
+        "--poll-interval",
+        "200ms",
+        "--lease-duration",
+        "60s",
     )
     try:
-        wait_for(
-            lambda: StepRun.objects.filter(instance_id="long-1").exists(), what="the first step"
-        )
+        wait_for(lambda: StepRun.objects.filter(instance_id=id).exists(), what="the first step")
         worker.send_signal(signal.SIGTERM)
         output, _ = worker.communicate(timeout=20)
     finally:
         worker.kill()
     assert worker.returncode == 0, output
+    return output
+
+
+def test_sigterm_hands_a_stopped_instance_back_at_once():
+    output = sigterm_in_the_first_step("long-1", {"seconds": 60}, shutdown_timeout="5s")
     assert "handed back" in output
     row = WorkflowInstance.objects.get(pk="long-1")
     assert row.lease_token is None and row.status == "suspended"
@@ -82,19 +94,8 @@ def test_sigterm_hands_a_stopped_instance_back_at_once():
 def test_sigterm_hands_back_an_instance_whose_step_outlasts_the_shutdown_timeout():
     # The step never looks at step.cancelled: after the shutdown timeout the worker hands the
     # instance back all the same, and the process exits instead of waiting for the step.
-    wf.start("process-order", {"seconds": 60, "stoppable": False}, id="stuck-1")
-    worker = spawn(
-        "--shutdown-timeout", "1s", "--poll-interval", "200ms", "--lease-duration", "60s"
-    )
-    try:
-        wait_for(
-            lambda: StepRun.objects.filter(instance_id="stuck-1").exists(), what="the first step"
-        )
-        worker.send_signal(signal.SIGTERM)
-        output, _ = worker.communicate(timeout=20)
-    finally:
-        worker.kill()
-    assert worker.returncode == 0, output
+    input = {"seconds": 60, "stoppable": False}
+    output = sigterm_in_the_first_step("stuck-1", input, shutdown_timeout="1s")
     assert "still inside a step" in output and "handed back" in output
     row = WorkflowInstance.objects.get(pk="stuck-1")
     assert row.lease_token is None and row.status == "suspended"
@@ -175,27 +176,7 @@ def test_a_worker_survives_the_database_dropping_its_connections(tmp_path):
         wf.start("process-order", {"seconds": 0.3}, id=f"before-{n:02d}")
     log = tmp_path / "worker.log"
     with log.open("w") as output:
-        worker = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "django",
-                "runworkflows",
-                "--poll-interval",
-                "200ms",
-                "--lease-duration",
-                "3s",
-            ],
-            cwd=ROOT,
-            env={
-                **os.environ,
-                "DJANGO_SETTINGS_MODULE": "tests.settings",
-                "DB_NAME": connection.settings_dict["NAME"],
-                "PYTHONPATH": str(ROOT),
-            },
-            stdout=output,
-            stderr=subprocess.STDOUT,
-        )
+        worker = spawn("--poll-interval", "200ms", "--lease-duration", "3s", output=output)
     try:
         wait_for(lambda: StepRun.objects.count() >= 3, what="some steps to start")
         killed = kill_other_connections()
