@@ -195,12 +195,13 @@ def claim(
         operator.or_, (Q(workflow=name, version=version) for name, version in workflows)
     )
     due = Q(wake_at__lte=now) & (Q(lease_until__isnull=True) | Q(lease_until__lt=now))
-    # One statement where the database can (its own transaction): the leased instances'
-    # journals can be read after it commits, since nobody else writes them while leased.
+    # Without limits, hand-written SQL on the servers (one statement on PostgreSQL, one
+    # transaction on MySQL and MariaDB): the leased instances' journals can be read after it
+    # commits, since nobody else writes them while leased.
     fast = (
         NotImplemented
         if concurrency or rates
-        else vendor.claim_in_one_statement(
+        else vendor.fast_claim(
             using,
             owner=owner,
             token=token,
@@ -214,13 +215,6 @@ def claim(
         return _decoded(Claim(fast[0], fast[1], _journals(using, fast[0])))
     with transaction.atomic(using=using):
         vendor.take_write_lock(using)
-        candidates = (
-            WorkflowInstance.objects.using(using)
-            .filter(due, of_workflows)
-            .order_by("priority", "wake_at", "created_at", "id")
-        )
-        if vendor.skip_locked(using):
-            candidates = candidates.select_for_update(skip_locked=True)
         if concurrency or rates:
             ids = limits.pick(
                 using,
@@ -231,9 +225,12 @@ def claim(
                 concurrency=concurrency,
                 rates=rates,
             )
-        else:
-            ids = vendor.mysql_claim_candidates(using, now=now, limit=limit, workflows=workflows)
-        if ids is NotImplemented:
+        else:  # SQLite (the servers took the hand-written path above): one writer at a time
+            candidates = (
+                WorkflowInstance.objects.using(using)
+                .filter(due, of_workflows)
+                .order_by("priority", "wake_at", "created_at", "id")
+            )
             ids = list(candidates.values_list("id", flat=True)[:limit])
         if not ids:
             return Claim([], 0)

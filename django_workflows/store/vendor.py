@@ -567,7 +567,20 @@ def _mysql_claim(
     return claimed, last
 
 
-def claim_in_one_statement(
+def fast_claim(using: str, **claim: Any) -> Any:
+    """A claim without limits by hand-written SQL: (instances, last signal id), or
+    NotImplemented where the store takes the ORM's path (SQLite). PostgreSQL does it in one
+    statement, MySQL and MariaDB in one transaction. `claim`: owner, token, now, lease_until,
+    limit, workflows (as store.instances.claim takes them)."""
+    vendor = connections[using].vendor
+    if vendor == "postgresql":
+        return _pg_claim(using, **claim)
+    if vendor == "mysql":
+        return _mysql_claim(using, **claim)
+    return NotImplemented
+
+
+def _pg_claim(
     using: str,
     *,
     owner: str,
@@ -577,28 +590,14 @@ def claim_in_one_statement(
     limit: int,
     workflows: list[tuple[str, int]],
 ) -> Any:
-    """On PostgreSQL, a claim as one statement: pick the due candidates FOR UPDATE SKIP LOCKED,
-    lease them, and return them with the last signal id. On MySQL and MariaDB the same by
-    hand-written statements in one transaction (_mysql_claim). NotImplemented on SQLite.
+    """PostgreSQL's claim as one statement: pick the due candidates FOR UPDATE SKIP LOCKED,
+    lease them, and return them with the last signal id.
 
     The last signal id comes from the statement's snapshot: a signal committed after it has a
     higher id, and the release's check for signals above the cursor catches it.
     """
     from ..models import Signal, Status, WorkflowInstance
 
-    vendor = connections[using].vendor
-    if vendor == "mysql":
-        return _mysql_claim(
-            using,
-            owner=owner,
-            token=token,
-            now=now,
-            lease_until=lease_until,
-            limit=limit,
-            workflows=workflows,
-        )
-    if vendor != "postgresql":
-        return NotImplemented
     instances = WorkflowInstance._meta.db_table
     signals = Signal._meta.db_table
     columns = ", ".join(f"i.{field.column}" for field in WorkflowInstance._meta.concrete_fields)
