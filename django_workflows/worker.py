@@ -106,7 +106,12 @@ class Worker:
         )
         return claim.instances, claim, token
 
-    def _execute(self, instance: WorkflowInstance, claim: store.Claim, token: str) -> str:
+    def _execute(
+        self, instance: WorkflowInstance, claim: store.Claim, token: str, propagate: bool = False
+    ) -> str:
+        """Run one claimed instance; what became of it. With `propagate` (drain()), a
+        SystemExit or KeyboardInterrupt that its code raised is raised again, once the
+        instance is released; in the pool it is logged."""
         definition = registry.get(instance.workflow, instance.version)
         if definition is None:  # unregistered since the claim: leave it to its lease
             return "unregistered"
@@ -128,14 +133,27 @@ class Worker:
                 if self._stopping.is_set():
                     execution.stop_reason = "shutdown"
             try:
-                return execution.execute()
+                outcome = execution.execute()
             finally:
                 with self._lock:
                     self._running.pop(instance.id, None)
+            if propagate and execution.escaped is not None:
+                raise execution.escaped
+            return outcome
         except Exception:
             logger.exception(
                 "Instance %s (%s@%s) stopped with an unexpected error; it runs again once its "
                 "lease expires.",
+                instance.id,
+                instance.workflow,
+                instance.version,
+            )
+            return "error"
+        except BaseException:
+            if propagate:
+                raise
+            logger.exception(
+                "Instance %s (%s@%s) stopped: its code raised a BaseException.",
                 instance.id,
                 instance.workflow,
                 instance.version,
@@ -158,7 +176,7 @@ class Worker:
                     continue
                 return executed
             for instance in instances:
-                self._execute(instance, claim, token)
+                self._execute(instance, claim, token, propagate=True)
                 executed += 1
         return executed
 

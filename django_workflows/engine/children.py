@@ -62,7 +62,7 @@ def start_child(
     value = to_json(input, f'The input of child workflow "{definition.name}"', using=x.using)
     inherited = priority if priority is not None else (x.instance.priority or None)
     now = x.now()
-    x._on_owner(
+    x.store_call(
         lambda: start_instance(
             definition,
             value,
@@ -74,7 +74,8 @@ def start_child(
             rate_limit_key=rate_limit_key,
             parent_id=x.instance.id,
             parent_close=parent_close,
-        )
+        ),
+        "the start of a child",
     )
     x.record(
         name,

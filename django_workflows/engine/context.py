@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextvars
 import copy
 import hashlib
+import inspect
 import json
 import random as _random
 import threading
@@ -23,6 +24,7 @@ from ..jsonvalues import size, to_json
 from ..models import JOURNAL_NAME_LENGTH, KEY_LENGTH
 from ..results import WaitOutcome
 from . import journal
+from .gather import gather
 from .interrupts import Suspend
 
 if TYPE_CHECKING:
@@ -153,6 +155,22 @@ class StepContext:
             self._execution.checkpoint(self._entry_name, progress)
 
 
+def _check_arguments(x: Any, fn: Callable[..., Any], count: int, what: str, like: str) -> None:
+    """WorkflowDefinitionError unless `fn` can be called with `count` positional arguments: a
+    `lambda: ...` for a step would otherwise fail every attempt with a TypeError."""
+    try:
+        inspect.signature(fn).bind(*([None] * count))
+    except TypeError as error:
+        raise x._define_error(
+            errors.WorkflowDefinitionError(
+                f"{what} must take {count} argument{'s' if count > 1 else ''} ({like}): "
+                f"{getattr(fn, '__qualname__', fn)!r} cannot ({error})."
+            )
+        ) from None
+    except ValueError:  # no signature to read (some builtins): let it run
+        pass
+
+
 def _digest(*parts: Any) -> str:
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
@@ -205,6 +223,15 @@ class WorkflowContext:
         name = _name(name, "step")
         if not callable(fn):
             raise errors.WorkflowDefinitionError(f'Step "{name}" needs a function, got {fn!r}.')
+        _check_arguments(self._x, fn, 1, f'The function of step "{name}"', "lambda step: ...")
+        if compensate is not None:
+            _check_arguments(
+                self._x,
+                compensate,
+                2,
+                f'The compensation of step "{name}"',
+                "lambda result, step: ...",
+            )
         longest = JOURNAL_NAME_LENGTH - len(journal.COMPENSATION_PREFIX)
         if compensate is not None and len(name) > longest:
             raise ValueError(
@@ -392,7 +419,7 @@ class WorkflowContext:
                 raise errors.WorkflowDefinitionError(
                     f"gather() takes zero-argument callables, not {fn!r}."
                 )
-        return self._x.gather(list(fns))
+        return gather(self._x, list(fns))
 
     def commit(self, name: str) -> None:
         """The point of no return: discard the compensations registered so far."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import sys
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -22,6 +23,7 @@ from .interrupts import (
     LeaseLost,
     ReplayEnd,
     RunTimeout,
+    StoreFailed,
     Suspend,
     Unreadable,
 )
@@ -68,10 +70,17 @@ class Execution(Runtime):
                 self.instance.id,
             )
             return "lease-lost"
+        except StoreFailed:
+            return "store-failed"  # logged by faults.call_store
         except Unreadable as unreadable:
             return self._leave_alone(unreadable.error)
         except HandBack:
             return self._hand_back()
+        except BaseException:
+            # Not the engine's (Exception is the workflow's, handled in _run_forward): a
+            # KeyboardInterrupt or SystemExit. Release the instance before it propagates.
+            self._release_after(sys.exc_info()[1])
+            raise
         finally:
             wakeups.untrack(self.instance.id, self)
 
@@ -81,7 +90,7 @@ class Execution(Runtime):
         ctx = WorkflowContext(self)
         try:
             output = self._run_definition(ctx)
-        except (LeaseLost, HandBack):
+        except (LeaseLost, HandBack, StoreFailed):
             raise
         except Suspend:
             if self.definition_error is not None:
@@ -162,6 +171,22 @@ class Execution(Runtime):
         logger.info("Instance %s handed back for another worker.", self.instance.id)
         return "handed-back"
 
+    def _release_after(self, error: BaseException | None) -> None:
+        """Workflow code raised a BaseException that is not the engine's (a KeyboardInterrupt,
+        a SystemExit): hand the instance back as it stands before it propagates."""
+        logger.error(
+            "Instance %s (%s@%s) stopped: its code raised %s; handing it back.",
+            self.instance.id,
+            self.instance.workflow,
+            self.instance.version,
+            type(error).__name__,
+            exc_info=error,
+        )
+        try:
+            self.write(**self._handing_back(self.now()))
+        except (errors.WorkflowInterrupt, Exception):
+            logger.exception("Handing back instance %s failed.", self.instance.id)
+
     def abandon(self) -> bool:
         """From the worker's thread at shutdown, while this execution is still inside a step
         (Python cannot stop the step's thread): hand the instance back all the same, as
@@ -204,7 +229,10 @@ class Execution(Runtime):
         with self._lock:  # its journal says whether it started any: most never do
             started = any(name.startswith("$child:") for name in self.journal)
         if started:
-            self._on_owner(lambda: children.close_children(self.using, self.instance.id, why=why))
+            self.store_call(
+                lambda: children.close_children(self.using, self.instance.id, why=why),
+                "closing the children",
+            )
 
     def _cancel_error(self, terminate: bool) -> errors.WorkflowError:
         reason = self.flags.reason
@@ -240,7 +268,7 @@ class Execution(Runtime):
         self.replay_only = True
         try:
             self.definition.run(WorkflowContext(self), copy.deepcopy(self.instance.input))
-        except (LeaseLost, HandBack):
+        except (LeaseLost, HandBack, StoreFailed):
             raise
         except (ReplayEnd, Suspend, Cancel, RunTimeout, JournalFull, Exception):
             pass
@@ -277,7 +305,7 @@ class Execution(Runtime):
                     Status.CANCELLED, error=journal.serialize_error(self._cancel_error(True))
                 )
             if self.stop_reason is not None:
-                raise LeaseLost() if self.stop_reason == "lease-lost" else HandBack()
+                raise self.stop_interrupt()
             now = self.now()
             if entry is not None and entry["status"] == journal.PENDING:
                 retry_at = journal.parse_timestamp(entry.get("retry_at"))
@@ -310,9 +338,13 @@ class Execution(Runtime):
                     None,
                     None,
                 )
-            except Exception as failure:
+            except BaseException as failure:
+                if isinstance(failure, errors.WorkflowInterrupt):
+                    raise
+                if not isinstance(failure, Exception):  # SystemExit, KeyboardInterrupt...
+                    self.escaped = self.escaped or failure
                 if self.stop_reason is not None:
-                    raise LeaseLost() if self.stop_reason == "lease-lost" else HandBack()
+                    raise self.stop_interrupt()
                 now = self.now()
                 failed = {
                     **running,
@@ -371,7 +403,13 @@ class Execution(Runtime):
         schedule_id = self.instance.schedule_id
         if schedule_id:  # an occurrence buffered behind this one can start now
             now = self.now()
-            self._on_owner(lambda: schedules_store.wake_schedule(self.using, schedule_id, now))
+            try:
+                self.store_call(
+                    lambda: schedules_store.wake_schedule(self.using, schedule_id, now),
+                    "the wake-up of its schedule",
+                )
+            except StoreFailed:
+                self.forget_interrupt()  # logged; a buffered occurrence starts when next due
         data: dict[str, Any] = (
             {"output": output} if status == Status.COMPLETED else {"error": error}
         )

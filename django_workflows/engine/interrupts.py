@@ -45,3 +45,9 @@ class Unreadable(HandBack):
     def __init__(self, error: BaseException):
         super().__init__(str(error))
         self.error = error
+
+
+class StoreFailed(WorkflowInterrupt):
+    """The engine's own store call kept failing (the database cannot be reached, or refused
+    the statement) until the lease would end: stop without writing more; the instance runs
+    again from its journal. Never the workflow's error."""

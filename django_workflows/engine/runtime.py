@@ -27,6 +27,7 @@ from ..store import instances as store
 from ..store.signals import signals_for
 from . import journal
 from .context import StepContext, TimerCondition
+from .faults import call_store
 from .interrupts import (
     Cancel,
     HandBack,
@@ -34,6 +35,7 @@ from .interrupts import (
     LeaseLost,
     ReplayEnd,
     RunTimeout,
+    StoreFailed,
     Suspend,
     Unreadable,
 )
@@ -108,7 +110,11 @@ class Runtime:
         self.suspension = Suspension()
         self.definition_error: errors.WorkflowDefinitionError | None = None
         self.replay_only = False
-        self.stop_reason: str | None = None  # "shutdown" or "lease-lost", set by the worker
+        # "shutdown" or "lease-lost", set by the worker; "store-failed" by faults.call_store.
+        self.stop_reason: str | None = None
+        # A BaseException that is not an Exception (SystemExit...) raised by a step: the attempt
+        # failed; drain() raises it again once the instance is released.
+        self.escaped: BaseException | None = None
         self.running_steps: set[StepContext] = set()
         self.custom_status = instance.custom_status
         self._desired_status: Any = _UNSET
@@ -128,6 +134,9 @@ class Runtime:
         self._requests: queue.Queue[Any] = queue.Queue()
         self._signals: dict[tuple[str, str | None], list[Any]] = {}
         self._lease_extended: datetime | None = clock.now()  # the claim just set the lease
+        # When the lease runs out, as far as this process knows (time.monotonic()): the claim,
+        # a write that extends it and the worker's renewals push it on.
+        self.lease_deadline = time.monotonic() + lease_duration.total_seconds()
 
     # -- small helpers ---------------------------------------------------------------------------
 
@@ -169,6 +178,14 @@ class Runtime:
             return self.definition_error
 
     def _guard_step(self, what: str) -> None:
+        if threading.get_ident() != self._owner and not getattr(self._local, "branch", False):
+            raise self._define_error(
+                errors.WorkflowDefinitionError(
+                    f"{what} was called from a thread that the workflow's code started itself, "
+                    f"in instance {self.instance.id!r}. Call ctx only from the workflow's own "
+                    f"thread; to run things at once, use ctx.gather()."
+                )
+            )
         if getattr(self._local, "in_step", False):
             raise self._define_error(
                 errors.WorkflowDefinitionError(
@@ -222,8 +239,8 @@ class Runtime:
         swallowed = self.swallowed()
         if swallowed is not None:
             raise swallowed
-        if self.stop_reason == "lease-lost":
-            raise self.interrupted(LeaseLost())
+        if self.stop_reason in ("lease-lost", "store-failed"):
+            raise self.interrupted(self.stop_interrupt())
         flags = self.flags
         deadline = self.instance.deadline
         stop: BaseException | None = None
@@ -250,6 +267,20 @@ class Runtime:
                 },
             )
         raise self.interrupted(stop)
+
+    def stop_interrupt(self) -> BaseException:
+        """What stops this execution now that `stop_reason` is set."""
+        if self.stop_reason == "lease-lost":
+            return LeaseLost()
+        if self.stop_reason == "store-failed":
+            return StoreFailed()
+        return HandBack()
+
+    def lease_renewed(self, started: float) -> None:
+        """A renewal that started at `started` (time.monotonic()) extended the lease."""
+        self.lease_deadline = max(
+            self.lease_deadline, started + self.lease_duration.total_seconds()
+        )
 
     def interrupted(self, interrupt: BaseException) -> BaseException:
         """Note `interrupt`, about to be raised at a ctx call of this thread, and return it.
@@ -395,6 +426,11 @@ class Runtime:
 
     # -- database access, always from the execution's own thread ----------------------------------
 
+    def store_call(self, fn: Callable[[], Any], what: str) -> Any:
+        """A store call on the execution's thread, run again after a database fault
+        (faults.call_store): never the workflow's error."""
+        return self._on_owner(lambda: call_store(self, fn, what))
+
     def _on_owner(self, fn: Callable[[], Any]) -> Any:
         """Run `fn` on the execution's thread, whose connection the execution uses: gather
         branches and timed steps run in threads of their own."""
@@ -463,20 +499,21 @@ class Runtime:
         )
         if extend:
             self._lease_extended = now
-        flags = store.write(
-            self.using,
-            self.instance.id,
-            self.token,
-            store.InstanceWrite(
-                now=now,
-                entries=entries,
-                guarded_entries=guarded,
-                changes=changes,
-                lease_until=now + self.lease_duration if extend else None,
-                release=release,
-                signal=signal,
-            ),
+        write = store.InstanceWrite(
+            now=now,
+            entries=entries,
+            guarded_entries=guarded,
+            changes=changes,
+            lease_until=now + self.lease_duration if extend else None,
+            release=release,
+            signal=signal,
         )
+        started = time.monotonic()
+        flags = call_store(
+            self, lambda: store.write(self.using, self.instance.id, self.token, write), "a write"
+        )
+        if flags is not None and extend:
+            self.lease_renewed(started)
         if flags is None:
             self.stop_reason = "lease-lost"
             raise LeaseLost()
@@ -491,14 +528,15 @@ class Runtime:
             cached = self._signals.get((name, key))
         if cached is None:
             try:
-                cached = self._on_owner(
+                cached = self.store_call(
                     lambda: signals_for(
                         self.using,
                         name=name,
                         key=key,
                         after_id=self.instance.signal_cursor,
                         up_to_id=self.last_signal_id,
-                    )
+                    ),
+                    "a read of signals",
                 )
             except WorkflowPayloadError as error:
                 raise Unreadable(error) from error
@@ -531,62 +569,3 @@ class Runtime:
         with self._quiet:
             self._active += delta
             self._quiet.notify_all()
-
-    # -- gather ----------------------------------------------------------------------------------
-
-    def gather(self, fns: list[Callable[[], Any]]) -> list[Any]:
-        self._guard_step("ctx.gather()")
-        position = self._next_position()
-        results: list[Any] = [None] * len(fns)
-        outcomes: list[BaseException | None] = [None] * len(fns)
-        finished = threading.Semaphore(0)
-
-        def branch(index: int, fn: Callable[[], Any]) -> None:
-            self._local.path = (*position, index)
-            try:
-                results[index] = fn()
-                swallowed = self.swallowed()
-                if swallowed is not None:  # the branch's code swallowed it: raise it all the same
-                    raise swallowed
-            except WorkflowInterrupt as interrupt:
-                outcomes[index] = interrupt
-            except BaseException as error:  # collected, re-raised below in a fixed order
-                outcomes[index] = self.swallowed() or error
-            finally:
-                self._quiet_change(-1)  # this branch runs no more workflow code
-                finished.release()
-                self._wake_owner()
-
-        threads = [
-            threading.Thread(
-                target=branch, args=(i, fn), name=f"{self.instance.id} branch {i}", daemon=True
-            )
-            for i, fn in enumerate(fns)
-        ]
-        # The branches run workflow code from now; this thread only waits for them.
-        self._quiet_change(len(threads) - 1)
-        for thread in threads:
-            thread.start()
-        remaining = len(threads)
-        while remaining:
-            if finished.acquire(blocking=False):
-                remaining -= 1
-                continue
-            self._serve(0.05)
-        self._quiet_change(1)
-        raised = [error for error in outcomes if error is not None]
-        order: tuple[type[BaseException], ...] = (LeaseLost, HandBack)
-        for kind in order:
-            for error in raised:
-                if isinstance(error, kind):
-                    raise self._noted(error)
-        if self.definition_error is not None:
-            raise self.definition_error
-        order = (Cancel, RunTimeout, JournalFull, Exception, Suspend)
-        for kind in order:
-            for error in raised:
-                if isinstance(error, kind):
-                    raise self._noted(error)
-        if raised:
-            raise self._noted(raised[0])
-        return results

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -16,8 +17,9 @@ from ..jsonvalues import to_json
 from ..retries import default_retry
 from . import journal
 from .context import StepContext, running_step
-from .interrupts import HandBack, LeaseLost
 from .runtime import Compensation, Runtime
+
+logger = logging.getLogger("django_workflows")
 
 
 def run_step(
@@ -94,11 +96,15 @@ def run_step(
                 call: Callable[[], Any] = lambda step=step: fn(step)  # type: ignore[misc]  # noqa: E731
                 result = invoke(x, step, call, timeout, heartbeat_timeout)
                 result = to_json(result, f'The result of step "{name}"', using=x.using)
-            except Exception as error:
+            except BaseException as error:
+                if isinstance(error, errors.WorkflowInterrupt):
+                    raise
+                if not isinstance(error, Exception):  # SystemExit, KeyboardInterrupt...
+                    x.escaped = x.escaped or error
                 if x.definition_error is not None:
                     raise x.definition_error
                 if x.stop_reason is not None:
-                    raise LeaseLost() if x.stop_reason == "lease-lost" else HandBack()
+                    raise x.stop_interrupt()
                 now = x.now()
                 failed = {
                     **running,
@@ -233,6 +239,15 @@ def attempt_failed(
     """Journal a failed attempt (of a step or a compensation) and send `step-failed`: the entry,
     pending its retry, or None when the step gives up."""
     serialized = journal.serialize_error(error)
+    logger.log(
+        logging.WARNING if isinstance(error, Exception) else logging.ERROR,
+        'Step "%s" of instance %s failed (attempt %d, %s).',
+        name,
+        x.instance.id,
+        attempt,
+        "no more attempts" if gives_up else "it is retried",
+        exc_info=error,
+    )
     if gives_up:
         x.record(name, position, **{**failed, "status": journal.FAILED})
         x._emit("step-failed", step=name, attempt=attempt, error=serialized, retry_at=None)

@@ -42,3 +42,29 @@ def process_order(ctx: Any, input: dict[str, Any]) -> dict[str, Any]:
     ctx.step("reserve", recorded(ctx.instance_id, "reserve", seconds))
     ctx.step("ship", recorded(ctx.instance_id, "ship", seconds))
     return {"charged_by": charge["pid"]}
+
+
+def noted(path: str, instance_id: str, what: str, seconds: float):
+    """A step (or compensation) that touches no database: it notes each run of its body in the
+    file `path`, a line `<instance> <what> <time.time()>` appended whole."""
+
+    def run(*args: Any) -> Any:
+        with open(path, "a") as notes:
+            notes.write(f"{instance_id} {what} {time.time()!r}\n")
+        time.sleep(seconds)
+        return what
+
+    return run
+
+
+@workflow("storm-order")
+def storm_order(ctx: Any, input: dict[str, Any]) -> str:
+    """Three steps that cannot fail, each with a compensation that must never run."""
+    path, seconds = input["notes"], input.get("seconds", 0.05)
+    for name in ("charge", "reserve", "ship"):
+        ctx.step(
+            name,
+            noted(path, ctx.instance_id, name, seconds),
+            compensate=noted(path, ctx.instance_id, f"undo-{name}", 0),
+        )
+    return "done"

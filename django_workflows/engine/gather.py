@@ -1,0 +1,74 @@
+"""ctx.gather(): branches of workflow code in threads of their own, joined in a fixed order."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ..errors import WorkflowInterrupt
+from .interrupts import Cancel, HandBack, JournalFull, LeaseLost, RunTimeout, StoreFailed, Suspend
+
+if TYPE_CHECKING:
+    from .runtime import Runtime
+
+
+def gather(x: Runtime, fns: list[Callable[[], Any]]) -> list[Any]:
+    """Run `fns` in threads of their own, each a branch of the workflow; their results in order,
+    or the most important of the errors they raised (engine interrupts first)."""
+    x._guard_step("ctx.gather()")
+    position = x._next_position()
+    results: list[Any] = [None] * len(fns)
+    outcomes: list[BaseException | None] = [None] * len(fns)
+    finished = threading.Semaphore(0)
+
+    def branch(index: int, fn: Callable[[], Any]) -> None:
+        x._local.path = (*position, index)
+        x._local.branch = True  # this thread may call ctx
+        try:
+            results[index] = fn()
+            swallowed = x.swallowed()
+            if swallowed is not None:  # the branch's code swallowed it: raise it all the same
+                raise swallowed
+        except WorkflowInterrupt as interrupt:
+            outcomes[index] = interrupt
+        except BaseException as error:  # collected, re-raised below in a fixed order
+            outcomes[index] = x.swallowed() or error
+        finally:
+            x._quiet_change(-1)  # this branch runs no more workflow code
+            finished.release()
+            x._wake_owner()
+
+    threads = [
+        threading.Thread(
+            target=branch, args=(i, fn), name=f"{x.instance.id} branch {i}", daemon=True
+        )
+        for i, fn in enumerate(fns)
+    ]
+    # The branches run workflow code from now; this thread only waits for them.
+    x._quiet_change(len(threads) - 1)
+    for thread in threads:
+        thread.start()
+    remaining = len(threads)
+    while remaining:
+        if finished.acquire(blocking=False):
+            remaining -= 1
+            continue
+        x._serve(0.05)
+    x._quiet_change(1)
+    raised = [error for error in outcomes if error is not None]
+    order: tuple[type[BaseException], ...] = (LeaseLost, StoreFailed, HandBack)
+    for kind in order:
+        for error in raised:
+            if isinstance(error, kind):
+                raise x._noted(error)
+    if x.definition_error is not None:
+        raise x.definition_error
+    order = (Cancel, RunTimeout, JournalFull, Exception, Suspend)
+    for kind in order:
+        for error in raised:
+            if isinstance(error, kind):
+                raise x._noted(error)
+    if raised:
+        raise x._noted(raised[0])
+    return results

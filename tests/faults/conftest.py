@@ -1,0 +1,76 @@
+"""Database faults injected for real, on the test's own database only: a statement cancelled
+(pg_cancel_backend, KILL QUERY) or a connection killed (pg_terminate_backend, KILL)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from django.db import connection
+
+
+@pytest.fixture
+def server():
+    """The tests that kill a server's statements or connections run on PostgreSQL and MariaDB."""
+    if connection.vendor not in ("postgresql", "mysql"):
+        pytest.skip("SQLite: no server whose statements or connections could be killed")
+
+
+def lock_waiters() -> list[int]:
+    """The connections to the test database that wait for a lock (not this one)."""
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(
+                "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+                "AND pid <> pg_backend_pid() AND wait_event_type = 'Lock' "
+                "AND backend_type = 'client backend' AND usename = current_user"
+            )
+        else:
+            # information_schema.innodb_trx misses a transaction begun by START TRANSACTION
+            # whose first statement waits: a statement that runs for long enough waits here.
+            cursor.execute(
+                "SELECT id FROM information_schema.processlist WHERE db = DATABASE() "
+                "AND id <> CONNECTION_ID() AND command = 'Query' AND time_ms > 300"
+            )
+        return [int(row[0]) for row in cursor.fetchall()]
+
+
+def interrupt(ids: list[int], fault: str) -> None:
+    """Cancel the statement of each connection (fault "statement") or kill the connection
+    ("connection")."""
+    with connection.cursor() as cursor:
+        for id in ids:
+            if connection.vendor == "postgresql":
+                function = "pg_cancel_backend" if fault == "statement" else "pg_terminate_backend"
+                cursor.execute(f"SELECT {function}(%s)", [id])
+            else:
+                cursor.execute(f"KILL {'QUERY ' if fault == 'statement' else ''}{int(id)}")
+
+
+def interrupt_the_lock_waiter(fault: str, timeout: float = 20) -> int:
+    """Wait until a connection waits for a lock this test holds, then interrupt it; its id."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        waiters = lock_waiters()
+        if waiters:
+            interrupt(waiters, fault)
+            return waiters[0]
+        time.sleep(0.02)
+    raise AssertionError(f"No connection waited for the test's lock within {timeout}s.")
+
+
+def connections_of_this_database() -> list[int]:
+    """Every other connection to the test database."""
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(
+                "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+                "AND pid <> pg_backend_pid() AND backend_type = 'client backend' "
+                "AND usename = current_user"
+            )
+        else:
+            cursor.execute(
+                "SELECT id FROM information_schema.processlist "
+                "WHERE db = DATABASE() AND id <> CONNECTION_ID()"
+            )
+        return [int(row[0]) for row in cursor.fetchall()]
