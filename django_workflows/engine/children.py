@@ -146,10 +146,10 @@ def default_child_id(parent_id: str, workflow: str, number: int) -> str:
 
 def _is_default_id(id: str, parent_id: str, workflow: str) -> bool:
     """Whether `id` is one of the default ids of `workflow`'s children of this parent."""
-    _, hash, number = id.rpartition("#")
-    return (
-        bool(hash) and number.isdigit() and id == default_child_id(parent_id, workflow, int(number))
-    )
+    _, mark, number = id.rpartition("#")
+    if not (mark and number.isascii() and number.isdigit()):
+        return False
+    return id == default_child_id(parent_id, workflow, int(number))
 
 
 def outcome(handle: ChildHandle, ended: dict[str, Any]) -> Any:
