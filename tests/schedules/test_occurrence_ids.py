@@ -82,3 +82,10 @@ def test_an_occurrence_started_before_is_still_found_by_its_repeat(reminder, wor
         OCCURRENCE,
         False,
     )
+
+
+@pytest.mark.parametrize("id", ["hourly\n", "hourly ", "hour ly", "hourly@1"])
+def test_a_schedule_id_with_a_character_an_occurrence_id_cannot_hold_is_refused(reminder, id):
+    with pytest.raises(ValueError, match="Schedule id"):
+        schedules.upsert(id, workflow="reorder-reminder", every="1h")
+    assert schedules.get(id) is None
