@@ -112,7 +112,8 @@ def check_definitions(app_configs: Any = None, **kwargs: Any) -> list[Any]:
 
 @register(Tags.database)
 def check_database(app_configs: Any = None, databases: Any = None, **kwargs: Any) -> list[Any]:
-    """E004: PostgreSQL stricter than READ COMMITTED; E005: MariaDB < 10.6 or MySQL < 8.0.1."""
+    """E004: PostgreSQL stricter than READ COMMITTED; E005: MariaDB < 10.6 or MySQL < 8.0.1;
+    W002: an id, name or key column of MySQL or MariaDB that does not compare exactly."""
     problems: list[Any] = []
     try:
         alias = get_settings().database
@@ -162,7 +163,40 @@ def check_database(app_configs: Any = None, databases: Any = None, **kwargs: Any
                     id="django_workflows.E005",
                 )
             )
+        problems += _check_collations(alias, connection)
     return problems
+
+
+def _check_collations(alias: str, connection: Any) -> list[Any]:
+    """W002: key columns on a PAD SPACE collation (`"a "` equals `"a"`) or one that is not
+    binary, as tables created before migration 0003 have them."""
+    from django.apps import apps
+
+    from .collations import MYSQL_EXACT, PADDED_BINARY, exact_collation, inexact_columns
+
+    columns = inexact_columns(connection, apps.get_app_config("django_workflows").get_models())
+    if not columns:
+        return []
+    exact = exact_collation(connection)
+    listed = ", ".join(f"{c.table}.{c.name} ({c.collation})" for c in columns)
+    if exact == PADDED_BINARY:
+        hint = f"Use MySQL 8.0.17 or newer, whose {MYSQL_EXACT} compares exactly."
+    else:
+        hint = (
+            f"Run `manage.py migrate django_workflows`: migration 0003_exact_keys moves them "
+            f"onto {exact}. Where it is applied already (tables restored from an older dump), "
+            f"apply it again: `manage.py migrate django_workflows 0002`, then "
+            f"`manage.py migrate django_workflows`."
+        )
+    return [
+        Warning(
+            f"The workflow database {alias!r} compares {len(columns)} id, name and key "
+            f"column(s) inexactly (trailing spaces or case ignored), so that a signal keyed "
+            f'"user-1 " would wake the wait for "user-1": {listed}.',
+            hint=hint,
+            id="django_workflows.W002",
+        )
+    ]
 
 
 def _check_limit_keys(definition: Any, latest: Any) -> list[Any]:

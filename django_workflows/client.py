@@ -17,6 +17,7 @@ from . import clock, wakeups
 from .conf import database_alias
 from .definitions import Workflow, WorkflowSignal, check_priority
 from .durations import Duration, parse_duration
+from .engine import occurrences
 from .engine.context import running_step
 from .errors import (
     WorkflowFailedError,
@@ -123,6 +124,11 @@ def start_instance(
     check_key("The instance id", id, using)
     if not id:
         raise ValueError("The instance id must not be empty.")
+    if schedule_id is None and occurrences.is_occurrence_id(id):
+        raise ValueError(
+            f"The instance id {id!r} has the form of a schedule occurrence's, "
+            f"<schedule id>@<time>, which only that occurrence's instance takes: use another id."
+        )
     check_priority(priority)
     run_timeout = definition.timeout if timeout is None else parse_duration(timeout, "timeout")
     concurrency_key = _key(definition, "concurrency", concurrency_key, value)
@@ -162,6 +168,7 @@ def start_instance(
     if not created and (
         stored.workflow != definition.name
         or stored.parent_id != parent_id
+        or stored.schedule_id != schedule_id  # an occurrence's instance is its schedule's own
         or (
             not repeated
             and payloads.decode_value("input", stored.input, payloads.instance_at(id, "input"))

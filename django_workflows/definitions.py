@@ -91,7 +91,7 @@ class RateLimit:
 
 
 PRIORITY_MAX = 2_097_151
-SCHEDULE_ID = re.compile(r"^[A-Za-z0-9.:_-]+$")
+SCHEDULE_ID = re.compile(r"[A-Za-z0-9.:_-]+")  # fullmatch: "$" would let a final newline by
 SCHEDULE_ID_LENGTH = 230  # its instances' ids, <id>@<time>, add 25 characters
 MISSED = ("skip", "once", "all")
 OVERLAP = ("skip", "allow", "cancel-previous", "buffer-one")
@@ -107,7 +107,7 @@ def check_priority(priority: Any) -> None:
 
 
 def check_schedule_id(id: Any) -> None:
-    if not isinstance(id, str) or not SCHEDULE_ID.match(id):
+    if not isinstance(id, str) or not SCHEDULE_ID.fullmatch(id):
         raise ValueError(
             f"Schedule id {id!r} must be letters, digits, '.', ':', '_' and '-' (and not empty)."
         )

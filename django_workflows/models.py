@@ -6,6 +6,7 @@ from typing import Any
 
 from django.db import models
 
+from .collations import exact_collation
 from .definitions import SCHEDULE_ID_LENGTH
 
 
@@ -32,12 +33,14 @@ JOURNAL_NAME_LENGTH = 512
 
 
 class KeyField(models.CharField):
-    """An id, name or key: compared exactly, also on MySQL, whose default collations ignore case."""
+    """An id, name or key: compared exactly, also on MySQL and MariaDB, whose default
+    collations ignore case, and whose `utf8mb4_bin` ignores trailing spaces (see collations)."""
 
     def db_parameters(self, connection: Any) -> dict[str, Any]:
         parameters = super().db_parameters(connection)
-        if connection.vendor == "mysql":
-            parameters["collation"] = "utf8mb4_bin"
+        collation = exact_collation(connection)
+        if collation is not None:
+            parameters["collation"] = collation
         return parameters
 
 

@@ -273,7 +273,10 @@ def start_occurrence(
 ) -> tuple[str, bool]:
     """Start the instance of one occurrence (idempotent: its id is `<schedule id>@<time>`).
     Returns its id, and whether this call created it. `definition` and `declaration` (the
-    code's Schedule, for an input function) are looked up when not given."""
+    code's Schedule, for an input function) are looked up when not given.
+
+    Raises WorkflowIdConflictError when an instance that this schedule did not start holds the
+    id (start() refuses such ids now; older code took them)."""
     from .client import start_instance
 
     if definition is None:
@@ -296,6 +299,13 @@ def start_occurrence(
             using=using,
         )
     except WorkflowIdConflictError:
+        ours = WorkflowInstance.objects.using(using).filter(pk=id, schedule_id=schedule.pk)
+        if not ours.exists():
+            raise WorkflowIdConflictError(
+                f"Instance {id!r} has the id of schedule {schedule.pk!r}'s occurrence at "
+                f"{at.isoformat()}, but the schedule did not start it: the occurrence cannot "
+                f"start."
+            ) from None
         # Started before (with another input), by a worker whose write did not land: done.
         return id, False
     return id, result.created
@@ -403,13 +413,17 @@ class Scheduler:
             if limit is not None and state.runs >= limit:
                 break
             if self._overlap_allows(schedule, state, at, now):
-                start_occurrence(
-                    self.using,
-                    schedule,
-                    at,
-                    definition=registered,
-                    declaration=declared[1] if declared is not None else None,
-                )
+                try:
+                    start_occurrence(
+                        self.using,
+                        schedule,
+                        at,
+                        definition=registered,
+                        declaration=declared[1] if declared is not None else None,
+                    )
+                except WorkflowIdConflictError as error:
+                    logger.error("Schedule %s passes an occurrence over: %s", schedule.pk, error)
+                    continue  # not started, so not counted; the next one starts as usual
                 state.runs += 1
         store.write_schedule(
             self.using,

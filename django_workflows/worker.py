@@ -17,6 +17,7 @@ from typing import Any
 from django.db import DatabaseError, connections
 
 from . import clock, wakeups
+from .client import check_key
 from .conf import database_alias, get_settings
 from .durations import Duration, parse_duration
 from .engine.execution import Execution, leave_alone
@@ -45,7 +46,8 @@ class Worker:
         using: str | None = None,
     ):
         defaults = get_settings().worker
-        self.id = id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.id = id or f"{socket.gethostname()[:200]}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        check_key("id", self.id, database_alias(using))  # it is written as the lease owner
         self.concurrency = concurrency if concurrency is not None else defaults.concurrency
         if not isinstance(self.concurrency, int) or self.concurrency < 1:
             raise ValueError(f"concurrency must be a positive integer, not {self.concurrency!r}.")

@@ -10,12 +10,14 @@ so a child that ends first, or while the parent runs, is never missed.
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
 from typing import TYPE_CHECKING, Any
 
 from .. import errors
 from ..durations import Duration
 from ..jsonvalues import to_json
-from ..models import UNFINISHED, Status, WorkflowInstance
+from ..models import KEY_LENGTH, UNFINISHED, Status, WorkflowInstance
 from ..registry import registry
 from . import journal
 
@@ -25,6 +27,9 @@ if TYPE_CHECKING:
 
 CHILD_SIGNAL = "$child"  # the signal a child's final write records for its parent, keyed by its id
 PARENT_CLOSE = ("cancel", "terminate", "abandon")
+# A derived child id keeps this much of its parent's id: with "/", 32 hex digits and "#" that
+# leaves 21 digits for n within KEY_LENGTH.
+_KEPT_OF_PARENT = 200
 
 
 def start_child(
@@ -96,7 +101,8 @@ def start_child(
 
 
 def _default_id(x: Runtime, workflow: str) -> str:
-    """`<parent id>/<workflow>#<n>`, n counting that workflow's children in this run.
+    """The `default_child_id()` of the next child of `workflow`, n counting that workflow's
+    children in this run.
 
     In a gather() branch the count depends on which branch gets there first, which a replay
     can change: there, a child journaled at this very position is this call's child, and a new
@@ -104,12 +110,12 @@ def _default_id(x: Runtime, workflow: str) -> str:
     """
     from .runtime import _sibling
 
-    prefix = f"{x.instance.id}/{workflow}#"
+    parent = x.instance.id
     with x._lock:
         path = x._path()
         number = x.next_child_number(workflow)
         if not path:  # not in a gather branch: the count is the same in every run
-            return f"{prefix}{number}"
+            return default_child_id(parent, workflow, number)
         position = (*path, x._counters.get(path, 0))  # the one enter() gives this call
         started = {
             doc["result"]["id"]: doc.get("pos")
@@ -119,11 +125,32 @@ def _default_id(x: Runtime, workflow: str) -> str:
             and isinstance(doc.get("result"), dict)
         }
         for child_id, recorded in started.items():
-            if recorded == list(position) and child_id.startswith(prefix):
+            if recorded == list(position) and _is_default_id(child_id, parent, workflow):
                 return child_id
-        while f"{prefix}{number}" in started and _sibling(started[f"{prefix}{number}"], position):
+        while (id := default_child_id(parent, workflow, number)) in started and _sibling(
+            started[id], position
+        ):
             number = x.next_child_number(workflow)
-        return f"{prefix}{number}"
+        return default_child_id(parent, workflow, number)
+
+
+def default_child_id(parent_id: str, workflow: str, number: int) -> str:
+    """`<parent id>/<workflow>#<n>`; where that would not fit an id (a long parent id or
+    workflow name), the start of the parent's id, a digest of both, and n:
+    `<first 200 characters of the parent id>/<32 hex digits>#<n>`. The same in every run."""
+    text = f"{parent_id}/{workflow}#{number}"
+    if len(text) <= KEY_LENGTH:
+        return text
+    digest = hashlib.sha256(json.dumps([parent_id, workflow]).encode()).hexdigest()[:32]
+    return f"{parent_id[:_KEPT_OF_PARENT]}/{digest}#{number}"
+
+
+def _is_default_id(id: str, parent_id: str, workflow: str) -> bool:
+    """Whether `id` is one of the default ids of `workflow`'s children of this parent."""
+    _, mark, number = id.rpartition("#")
+    if not (mark and number.isascii() and number.isdigit()):
+        return False
+    return id == default_child_id(parent_id, workflow, int(number))
 
 
 def outcome(handle: ChildHandle, ended: dict[str, Any]) -> Any:

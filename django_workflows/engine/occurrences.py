@@ -131,6 +131,18 @@ def occurrence_id(schedule_id: str, at: datetime) -> str:
     return f"{schedule_id}@{at:%Y-%m-%dT%H:%M:%S}.{at.microsecond // 1000:03d}Z"
 
 
+# What occurrence_id() gives for any schedule id (letters, digits, ".", ":", "_", "-") and time.
+_OCCURRENCE_ID = re.compile(
+    r"[A-Za-z0-9.:_-]+@[0-9]{1,4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z"
+)
+
+
+def is_occurrence_id(id: str) -> bool:
+    """Whether `id` has the form of a schedule occurrence's instance id, which only the
+    occurrence may take."""
+    return _OCCURRENCE_ID.fullmatch(id) is not None
+
+
 def _iso(value: datetime | None) -> str | None:
     return None if value is None else value.isoformat()
 
