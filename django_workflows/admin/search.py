@@ -26,7 +26,8 @@ def drop_long_search(request: HttpRequest) -> str | None:
         return None
     query = request.GET.copy()
     del query[SEARCH_VAR]
-    request.GET = query
+    query._mutable = False
+    request.GET = query  # type: ignore[assignment]  # immutable again, as Django made it
     return (
         f"The search is {len(term)} characters long: no field it looks in holds more than "
         f"{MAX_SEARCH}, so it was not run."
