@@ -360,8 +360,8 @@ class WorkflowInstanceAdmin(ReadOnlyAdmin):
                 label="Terminate",
                 explanation=(
                     "Terminate stops each instance without running its compensations: what its "
-                    "steps did stays done, and it ends cancelled. A worker applies it, at the "
-                    "instance's next step."
+                    "steps did stays done, and it ends cancelled. A worker applies it: to a "
+                    "waiting instance when it next claims it, to a running one at its next step."
                 ),
                 refusal=lambda row: cancel_refusal(row, True),
                 back=self._back(request, queryset),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from django.contrib.admin.utils import quote
 from django.contrib.messages import get_messages
 from django.urls import reverse
@@ -269,3 +271,44 @@ def test_cancel_terminate_and_delete_still_act_on_an_instance_the_codec_cannot_r
     ]
     assert act(admin_client, "delete", "paid") == ["Deleted 1 instance."]
     assert not WorkflowInstance.objects.filter(id="paid").exists()
+
+
+def test_confirming_posts_back_every_instance_selected_across_the_filtered_list(
+    admin_client, instances
+):
+    wf.start("order-fulfilment", order("second"), id="order-second")
+    wf.drain()
+    listed = f"{CHANGELIST}?status__exact=suspended"
+    page = admin_client.post(
+        listed, {"action": "terminate", "_selected_action": ["order-waiting"], "select_across": "1"}
+    )
+    html = page.content.decode()
+    assert "Terminate 2 selected instances?" in html
+    assert f'<a href="{listed}" class="button cancel-link">' in html.replace("&amp;", "&")
+    form = dict(re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)">', html))
+    assert form == {
+        "csrfmiddlewaretoken": form["csrfmiddlewaretoken"],
+        "_selected_action": "order-waiting",
+        "select_across": "1",
+        "action": "terminate",
+        "post": "yes",
+    }
+    response = admin_client.post(listed, form, follow=True)
+    assert [str(m) for m in response.context["messages"]] == [
+        "Terminate requested for 2 instances; a worker applies them."
+    ]
+    assert set(
+        WorkflowInstance.objects.filter(terminate_requested=True).values_list("id", flat=True)
+    ) == {"order-waiting", "order-second"}
+
+
+def test_a_user_without_the_permission_cannot_confirm_a_terminate(support_client, instances):
+    url = reverse("admin:django_workflows_workflowinstance_terminate", args=["order-waiting"])
+    assert support_client.post(url, {"post": "yes"}).status_code == 403
+    response = support_client.post(
+        CHANGELIST,
+        {"action": "terminate", "_selected_action": ["order-waiting"], "post": "yes"},
+        follow=True,
+    )
+    assert response.status_code == 200
+    assert not WorkflowInstance.objects.get(id="order-waiting").terminate_requested
