@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from ..errors import WorkflowNotFoundError, WorkflowStateError
+from ..errors import WorkflowNotFoundError, WorkflowPayloadError, WorkflowStateError
 from ..models import FINISHED, UNFINISHED, Status, WorkflowInstance
 
 REFUSALS_SHOWN = 10
@@ -19,6 +19,13 @@ REFUSALS_SHOWN = 10
 class Outcome:
     done: list[str]
     refused: list[tuple[str, str]]  # (id, why)
+    notes: list[str] = field(default_factory=list)  # about some that were done
+
+
+def unreadable(what: str, error: WorkflowPayloadError) -> str:
+    """Why a row the codec cannot read was refused (or what to know about it): `what` names it
+    ("order-71e1973d", "nightly's input"), the error the key it needs."""
+    return f"{what} cannot be read by the CODEC setting: {error}"
 
 
 def cancel_refusal(row: WorkflowInstance, terminate: bool) -> str | None:
@@ -72,6 +79,8 @@ def apply(
                 why = f"{row.id} changed meanwhile; the request was not accepted."
             except (WorkflowStateError, WorkflowNotFoundError) as error:
                 why = str(error).replace(f"Instance {row.id!r} ", f"{row.id} ", 1)
+            except WorkflowPayloadError as error:  # retry() reads the payloads first
+                why = unreadable(row.id, error)
         refused.append((row.id, why))
     return Outcome(done, refused)
 
@@ -82,10 +91,19 @@ def report(
     verb: str,
     outcome: Outcome,
     noun: str = "instance",
+    requested: bool = False,
 ) -> None:
-    """One message: how many it did, and why it refused the others (the first ten reasons)."""
+    """One message: how many it did, and why it refused the others (the first ten reasons).
+
+    `requested` says that what it did is a request a worker carries out (cancel, terminate),
+    so the message does not claim it happened: "Cancel requested for 1 instance; a worker
+    applies it."
+    """
     count = len(outcome.done)
-    parts = [f"{verb} {count} {noun}{'' if count == 1 else 's'}."]
+    done = f"{verb} {count} {noun}{'' if count == 1 else 's'}"
+    if requested and count:
+        done += f"; a worker applies {'it' if count == 1 else 'them'}"
+    parts = [f"{done}.", *outcome.notes]
     if outcome.refused:
         reasons = [why for _, why in outcome.refused[:REFUSALS_SHOWN]]
         more = len(outcome.refused) - REFUSALS_SHOWN
@@ -94,7 +112,7 @@ def report(
         parts.append(f"Refused {len(outcome.refused)}: " + " ".join(reasons))
     level = (
         messages.SUCCESS
-        if not outcome.refused
+        if not outcome.refused and not outcome.notes
         else messages.WARNING
         if outcome.done
         else messages.ERROR

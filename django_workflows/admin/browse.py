@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.contrib.admin.views.main import ChangeList
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.safestring import SafeString
@@ -13,10 +14,11 @@ from ..conf import database_alias
 from ..models import Signal
 from ..store import payloads
 from .display import decoded, pretty_json
+from .search import drop_long_search
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
-    """View only: no add, change or delete, and no bulk delete."""
+    """View only: no add, change or delete, and no bulk delete; a bounded search."""
 
     class Media:
         css = {"all": ("django_workflows/admin.css",)}
@@ -32,6 +34,12 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
         return super().get_queryset(request).using(database_alias())
+
+    def get_changelist_instance(self, request: HttpRequest) -> ChangeList:
+        refused = drop_long_search(request)
+        if refused is not None:
+            self.message_user(request, refused, messages.ERROR)
+        return super().get_changelist_instance(request)
 
 
 class SignalAdmin(ReadOnlyAdmin):

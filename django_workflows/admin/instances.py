@@ -8,11 +8,13 @@ from collections.abc import Callable
 from typing import Any
 
 from django.contrib import admin
+from django.contrib.admin import helpers
 from django.contrib.admin.utils import quote, unquote
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
@@ -30,6 +32,7 @@ from .actions import (
     retry_refusal,
 )
 from .browse import ReadOnlyAdmin
+from .confirm import confirmation, confirmed
 from .display import (
     change_url,
     changelist_url,
@@ -319,7 +322,9 @@ class WorkflowInstanceAdmin(ReadOnlyAdmin):
                 raise PermissionDenied
             queryset = self.get_queryset(request).filter(pk=unquote(object_id))
             get_object_or_404(queryset)
-            getattr(self, name)(request, queryset)
+            asked = getattr(self, name)(request, queryset)
+            if asked is not None:  # the confirmation page
+                return asked
             if queryset.exists():
                 return HttpResponseRedirect(change_url(WorkflowInstance, unquote(object_id)))
             return HttpResponseRedirect(changelist_url(WorkflowInstance))
@@ -338,19 +343,37 @@ class WorkflowInstanceAdmin(ReadOnlyAdmin):
             lambda row: cancel_refusal(row, False),
             lambda row: cancel(row.id, why).accepted,
         )
-        report(self, request, "Cancelled", outcome)
+        report(self, request, "Cancel requested for", outcome, requested=True)
 
     @admin.action(description="Terminate (no compensations)", permissions=["terminate"])
-    def terminate(self, request: HttpRequest, queryset: QuerySet[WorkflowInstance]) -> None:
+    def terminate(
+        self, request: HttpRequest, queryset: QuerySet[WorkflowInstance]
+    ) -> TemplateResponse | None:
         from ..client import terminate
 
+        if not confirmed(request):
+            return confirmation(
+                self,
+                request,
+                queryset,
+                action="terminate",
+                label="Terminate",
+                explanation=(
+                    "Terminate stops each instance without running its compensations: what its "
+                    "steps did stays done, and it ends cancelled. A worker applies it: to a "
+                    "waiting instance when it next claims it, to a running one at its next step."
+                ),
+                refusal=lambda row: cancel_refusal(row, True),
+                back=self._back(request, queryset),
+            )
         why = admin_reason(request, "Terminated")
         outcome = apply(
             queryset,
             lambda row: cancel_refusal(row, True),
             lambda row: terminate(row.id, why).accepted,
         )
-        report(self, request, "Terminated", outcome)
+        report(self, request, "Terminate requested for", outcome, requested=True)
+        return None
 
     @admin.action(description="Retry failed instances", permissions=["retry"])
     def retry(self, request: HttpRequest, queryset: QuerySet[WorkflowInstance]) -> None:
@@ -370,8 +393,35 @@ class WorkflowInstanceAdmin(ReadOnlyAdmin):
         description="Force delete (unfinished too, no compensations)",
         permissions=["workflow_delete"],
     )
-    def force_delete(self, request: HttpRequest, queryset: QuerySet[WorkflowInstance]) -> None:
+    def force_delete(
+        self, request: HttpRequest, queryset: QuerySet[WorkflowInstance]
+    ) -> TemplateResponse | None:
         from ..operations import delete
 
+        if not confirmed(request):
+            return confirmation(
+                self,
+                request,
+                queryset,
+                action="force_delete",
+                label="Force delete",
+                explanation=(
+                    "Force delete deletes each instance with its journal, now, whatever its "
+                    "status: an unfinished one goes without running its compensations (its "
+                    "children still get their parent_close). This cannot be undone."
+                ),
+                refusal=force_refusal,
+                back=self._back(request, queryset),
+            )
         outcome = apply(queryset, force_refusal, lambda row: delete(row.id, force=True))
         report(self, request, "Deleted", outcome)
+        return None
+
+    def _back(self, request: HttpRequest, queryset: QuerySet[WorkflowInstance]) -> str:
+        """Where a confirmation page's "No" leads: the instance's page from its button, the
+        list (with its filters) from the list's action."""
+        if helpers.ACTION_CHECKBOX_NAME not in request.POST:
+            row = queryset.first()
+            if row is not None:
+                return change_url(WorkflowInstance, row.pk)
+        return request.get_full_path()

@@ -6,6 +6,7 @@ per selected schedule and says what it did and what it refused.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.contrib import admin
@@ -14,10 +15,11 @@ from django.http import HttpRequest
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
-from ..errors import WorkflowError
+from ..conf import database_alias
+from ..errors import WorkflowError, WorkflowPayloadError
 from ..models import WorkflowInstance, WorkflowSchedule
 from ..store import schedules as schedules_store
-from .actions import Outcome, report
+from .actions import Outcome, report, unreadable
 from .browse import ReadOnlyAdmin
 from .display import changelist_url, decoded, pretty_json
 
@@ -104,29 +106,52 @@ class WorkflowScheduleAdmin(ReadOnlyAdmin):
 
     # -- the actions ---------------------------------------------------------------------------
 
-    def _apply(self, queryset: QuerySet[WorkflowSchedule], call: Any) -> Outcome:
+    def _apply(
+        self,
+        queryset: QuerySet[WorkflowSchedule],
+        call: Callable[[WorkflowSchedule], Any],
+        settled: Callable[[str], bool] | None = None,
+    ) -> Outcome:
+        """Call `call` per schedule; its errors are refusals. `settled` tells, for a call that
+        raised WorkflowPayloadError, whether it still did its work (pause and resume change the
+        schedule before they read its input back)."""
         done: list[str] = []
         refused: list[tuple[str, str]] = []
+        notes: list[str] = []
         for schedule in queryset.order_by("id"):
             try:
                 call(schedule)
                 done.append(schedule.pk)
+            except WorkflowPayloadError as error:
+                note = unreadable(f"{schedule.pk}'s input", error)
+                if settled is not None and settled(schedule.pk):
+                    done.append(schedule.pk)
+                    notes.append(note)
+                else:
+                    refused.append((schedule.pk, note))
             except (WorkflowError, ValueError) as error:
                 refused.append((schedule.pk, f"{schedule.pk}: {error}"))
-        return Outcome(done, refused)
+        return Outcome(done, refused, notes)
+
+    def _paused(self, id: str) -> bool | None:
+        """Whether the schedule is paused now, read without its input; None once it is gone."""
+        rows = WorkflowSchedule.objects.using(database_alias()).filter(pk=id)
+        return rows.values_list("paused", flat=True).first()
 
     @admin.action(description="Pause", permissions=["pause"])
     def pause(self, request: HttpRequest, queryset: QuerySet[WorkflowSchedule]) -> None:
         from ..schedules import pause
 
-        outcome = self._apply(queryset, lambda s: pause(s.pk))
+        outcome = self._apply(queryset, lambda s: pause(s.pk), lambda id: self._paused(id) is True)
         report(self, request, "Paused", outcome, noun="schedule")
 
     @admin.action(description="Resume (from the next occurrence)", permissions=["pause"])
     def resume(self, request: HttpRequest, queryset: QuerySet[WorkflowSchedule]) -> None:
         from ..schedules import resume
 
-        outcome = self._apply(queryset, lambda s: resume(s.pk))
+        outcome = self._apply(
+            queryset, lambda s: resume(s.pk), lambda id: self._paused(id) is False
+        )
         report(self, request, "Resumed", outcome, noun="schedule")
 
     @admin.action(description="Trigger an occurrence now", permissions=["trigger"])

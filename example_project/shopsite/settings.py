@@ -130,7 +130,10 @@ LOGGING = {
         "console": {"class": "logging.StreamHandler", "formatter": "console"},
     },
     "loggers": {
-        "django_workflows": {"handlers": ["console"], "level": "INFO", "propagate": False},
+        # DEBUG: the worker's console shows each step as it completes (`step-completed`) and
+        # each wait (`workflow-suspended`), besides the starts, ends and failures logged at INFO.
+        # A production project would keep INFO (docs/reference/events.md).
+        "django_workflows": {"handlers": ["console"], "level": "DEBUG", "propagate": False},
         "shop": {"handlers": ["console"], "level": "INFO", "propagate": False},
     },
 }

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import base64
+
 import pytest
 from django.contrib.auth.models import Permission, User
 
@@ -74,3 +76,34 @@ def support_client(client, db):
     """A staff user who may view and cancel instances, but not retry, terminate or delete them."""
     client.force_login(staff_user("support", "cancel_workflowinstance"))
     return client
+
+
+KEY_A = base64.b64encode(b"A" * 32).decode()
+KEY_B = base64.b64encode(b"B" * 32).decode()
+
+
+class Codecs:
+    """Switch the CODEC setting, as a deployment would: `write()` lists key 2026-09, `lose_key()`
+    then lists only 2027-03, so what was written before cannot be read."""
+
+    def __init__(self, settings):
+        self.settings = settings
+
+    def _use(self, key_id: str, key: str) -> None:
+        from django_workflows.codecs import AesGcmPayloadCodec
+
+        self.settings.DJANGO_WORKFLOWS = {
+            **getattr(self.settings, "DJANGO_WORKFLOWS", {}),
+            "CODEC": AesGcmPayloadCodec(keys={key_id: key}, current=key_id),
+        }
+
+    def write(self) -> None:
+        self._use("2026-09", KEY_A)
+
+    def lose_key(self) -> None:
+        self._use("2027-03", KEY_B)
+
+
+@pytest.fixture
+def codecs(settings):
+    return Codecs(settings)

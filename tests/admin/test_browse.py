@@ -6,7 +6,7 @@ import pytest
 from django.urls import reverse
 
 import django_workflows as wf
-from django_workflows.models import Signal
+from django_workflows.models import Signal, WorkflowSchedule
 
 
 @pytest.fixture
@@ -110,3 +110,70 @@ def test_the_journal_and_waits_are_not_admin_pages_of_their_own(admin_client, db
 
     for model in (JournalEntry, Wait, StoreLock):
         assert not admin.site.is_registered(model)
+
+
+def test_pausing_a_schedule_whose_input_is_unreadable_says_it_paused(
+    admin_client, db, workflow_clock, codecs
+):
+    from django_workflows import schedules
+
+    codecs.write()
+    schedules.upsert("nightly-report", workflow="flaky", cron="0 3 * * *", input={"r": "sales"})
+    codecs.lose_key()
+    url = reverse("admin:django_workflows_workflowschedule_changelist")
+
+    def act(action: str) -> list[str]:
+        response = admin_client.post(
+            url, {"action": action, "_selected_action": ["nightly-report"]}, follow=True
+        )
+        assert response.status_code == 200
+        return [str(m) for m in response.context["messages"]]
+
+    [message] = act("pause")
+    assert message.startswith("Paused 1 schedule. nightly-report's input cannot be read by the ")
+    assert "2026-09" in message and "Refused" not in message
+    assert WorkflowSchedule.objects.get(pk="nightly-report").paused is True
+    [message] = act("resume")
+    assert message.startswith("Resumed 1 schedule. nightly-report's input cannot be read by the ")
+    assert WorkflowSchedule.objects.get(pk="nightly-report").paused is False
+    [message] = act("trigger")
+    assert message.startswith("Triggered 0 schedules. Refused 1: nightly-report")
+
+
+@pytest.mark.parametrize(
+    "model", ["workflowinstance", "signal", "workflowschedule", "ratelimitwindow"]
+)
+def test_a_search_longer_than_any_key_says_so_instead_of_failing(
+    admin_client, instances, schedule, model
+):
+    from django_workflows.models import RateLimitWindow
+
+    wf.signal("shipment.delivered", {}, key="waiting")
+    RateLimitWindow.objects.create(
+        workflow="flaky",
+        scope="key",
+        key="u_42",
+        count=1,
+        window_end=wf.get_status("paid").updated_at,
+    )
+    url = reverse(f"admin:django_workflows_{model}_changelist")
+    everything = [str(row.pk) for row in admin_client.get(url).context["cl"].result_list]
+    for text in ["x" * 1_000_000, " ".join(["x"] * 300_000)]:
+        response = admin_client.get(url, {"q": text})
+        assert response.status_code == 200
+        [message] = [str(m) for m in response.context["messages"]]
+        assert message == (
+            f"The search is {len(text)} characters long: no field it looks in holds more than "
+            f"255, so it was not run."
+        )
+        assert [str(row.pk) for row in response.context["cl"].result_list] == everything
+        assert "x x x" not in response.content.decode()  # its links do not repeat it
+        assert "x" * 256 not in response.content.decode()
+
+
+def test_a_search_as_long_as_a_key_still_runs(admin_client, instances):
+    url = reverse("admin:django_workflows_workflowinstance_changelist")
+    response = admin_client.get(url, {"q": "w" * 255})
+    assert [str(m) for m in response.context["messages"]] == []
+    assert list(response.context["cl"].result_list) == []
+    assert response.context["cl"].query == "w" * 255

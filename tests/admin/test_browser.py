@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 import django_workflows as wf
+from django_workflows.models import WorkflowInstance
 
-from .conftest import returned_order, staff_user
+from .conftest import order, returned_order, staff_user
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -139,3 +140,37 @@ def test_a_staff_user_without_the_retry_permission_is_not_offered_the_action(
     browser.find_element(By.LINK_TEXT, "order-declined").click()
     assert browser.find_element(By.ID, "journal-timeline").is_displayed()
     assert not browser.find_elements(By.CSS_SELECTOR, "button.dw-action")
+
+
+def test_terminate_asks_for_confirmation_in_the_browser(
+    browser, live_server, workflow_clock, world, django_user_model
+):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    wf.start("order-fulfilment", order("3f9a1c"), id="order-3f9a1c")
+    wf.drain()
+    django_user_model.objects.create_superuser("admin", "admin@example.com", "admin-password")
+    page = f"{live_server.url}/admin/django_workflows/workflowinstance/order-3f9a1c/change/"
+
+    def click_and_wait(selector: str, by: str = By.CSS_SELECTOR) -> None:
+        """Click, then wait (with a deadline) until the next page has replaced this one."""
+        html = browser.find_element(By.TAG_NAME, "html")
+        browser.find_element(by, selector).click()
+        WebDriverWait(browser, 10).until(expected_conditions.staleness_of(html))
+
+    log_in(browser, live_server, "admin", "admin-password")
+    browser.get(page)
+    click_and_wait("button.dw-action-terminate")
+    assert browser.find_element(By.TAG_NAME, "h1").text == "Terminate 1 selected instance?"
+    click_and_wait("No, take me back", By.LINK_TEXT)
+    assert browser.current_url == page
+    assert not WorkflowInstance.objects.get(pk="order-3f9a1c").terminate_requested
+
+    click_and_wait("button.dw-action-terminate")
+    click_and_wait('input[type=submit][value="Yes, terminate"]')
+    assert browser.current_url == page
+    message = browser.find_element(By.CSS_SELECTOR, "ul.messagelist li").text
+    assert message == "Terminate requested for 1 instance; a worker applies it."
+    assert WorkflowInstance.objects.get(pk="order-3f9a1c").terminate_requested
