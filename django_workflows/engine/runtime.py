@@ -178,20 +178,20 @@ class Runtime:
             return self.definition_error
 
     def _guard_step(self, what: str) -> None:
-        if threading.get_ident() != self._owner and not getattr(self._local, "branch", False):
-            raise self._define_error(
-                errors.WorkflowDefinitionError(
-                    f"{what} was called from a thread that the workflow's code started itself, "
-                    f"in instance {self.instance.id!r}. Call ctx only from the workflow's own "
-                    f"thread; to run things at once, use ctx.gather()."
-                )
-            )
         if getattr(self._local, "in_step", False):
             raise self._define_error(
                 errors.WorkflowDefinitionError(
                     f"{what} was called inside a step's function in instance {self.instance.id!r}. "
                     f"A step's function runs once and replays only see its result: call ctx only "
                     f"from the workflow, and raise NonRetryableStepError from a step instead of ctx.fail()."
+                )
+            )
+        if threading.get_ident() != self._owner and not getattr(self._local, "branch", False):
+            raise self._define_error(
+                errors.WorkflowDefinitionError(
+                    f"{what} was called from a thread that the workflow's code started itself, "
+                    f"in instance {self.instance.id!r}. Call ctx only from the workflow's own "
+                    f"thread; to run things at once, use ctx.gather()."
                 )
             )
         if self.definition_error is not None:

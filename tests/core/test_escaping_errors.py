@@ -48,12 +48,16 @@ def escaping():
         thread.join(10)
         return ctx.step("after", lambda step: 2)
 
+    @wf.workflow("ctx-in-a-timed-step")
+    def ctx_in_a_timed_step(ctx, input):
+        return ctx.step("timed", lambda step: ctx.now().isoformat(), timeout="10s")
+
     @wf.workflow("no-argument")
     def no_argument(ctx, input):
         return ctx.step("forgot-step", lambda: 1)
 
     yield
-    for definition in (escaping_workflow, foreign_thread, no_argument):
+    for definition in (escaping_workflow, foreign_thread, ctx_in_a_timed_step, no_argument):
         registry.unregister(definition)
 
 
@@ -115,3 +119,13 @@ def test_a_step_function_that_takes_no_argument_fails_at_once_naming_it(escaping
     assert instance.error["name"] == "WorkflowDefinitionError"
     assert "lambda step: ..." in instance.error["message"]
     assert not JournalEntry.objects.filter(instance_id="no-arg", name="forgot-step").exists()
+
+
+def test_ctx_inside_a_step_that_runs_in_a_thread_of_its_own_is_named_as_inside_a_step(escaping):
+    # A step with a timeout runs in a thread of its own: still "inside a step", not a thread
+    # of the workflow's.
+    wf.start("ctx-in-a-timed-step", None, id="timed-ctx")
+    wf.drain()
+    instance = WorkflowInstance.objects.get(pk="timed-ctx")
+    assert (instance.status, instance.error["name"]) == ("failed", "WorkflowDefinitionError")
+    assert "inside a step's function" in instance.error["message"]
