@@ -230,6 +230,23 @@ def transaction_isolation(using: str) -> str | None:
         return str(cursor.fetchone()[0])
 
 
+def max_allowed_packet(using: str) -> int | None:
+    """On MariaDB and MySQL, the largest statement the server takes (a larger one drops the
+    connection: "server has gone away"), read once per connection; None elsewhere."""
+    connection = connections[using]
+    if connection.vendor != "mysql":
+        return None
+    connection.ensure_connection()
+    known = getattr(connection, "_workflows_packet", None)
+    if known is not None and known[0] is connection.connection:
+        return int(known[1])
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT @@max_allowed_packet")
+        packet = int(cursor.fetchone()[0])
+    connection._workflows_packet = (connection.connection, packet)  # type: ignore[attr-defined]
+    return packet
+
+
 def skip_locked(using: str) -> bool:
     """Whether claims can SELECT ... FOR UPDATE SKIP LOCKED here (SQLite serializes instead)."""
     features = connections[using].features
