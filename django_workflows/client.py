@@ -51,8 +51,22 @@ def check_key(what: str, value: str | None, using: str, max_length: int = KEY_LE
         raise ValueError(
             f"{what} is {len(value)} characters long; the most it can be is {max_length}."
         )
+    check_text(what, value)
+
+
+def check_text(what: str, value: str) -> None:
+    """Refuse a NUL character (PostgreSQL cannot store it) or a lone surrogate (it has no UTF-8
+    form: no database can) in text stored as is, with ValueError naming `what`."""
     if "\x00" in value:
         raise ValueError(f"{what} contains a NUL character.")
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as error:
+            raise ValueError(
+                f"{what} contains a lone surrogate ({value[error.start]!r}), which has no UTF-8 "
+                f"form: no database can store it."
+            ) from None
 
 
 def _wake_on_commit(using: str) -> None:
@@ -173,7 +187,7 @@ def start_instance(
             f"input{' or parent' if stored.parent_id or parent_id else ''}. Start it with the same "
             f"workflow and input to get it back, or use another id."
         )
-    return StartResult(stored.id, stored.workflow, stored.version, created, stored.status)
+    return StartResult(stored.id, stored.workflow, stored.version, created, Status(stored.status))
 
 
 def _key(definition: Workflow, kind: str, given: str | None, input: Any) -> str | None:
@@ -335,8 +349,7 @@ def list_instances(
     for value in statuses or []:
         if value not in Status.values:
             raise ValueError(f"Unknown status {value!r}; use one of {', '.join(Status.values)}.")
-    if not isinstance(limit, int) or limit < 1 or not isinstance(offset, int) or offset < 0:
-        raise ValueError("limit must be a positive integer and offset a non-negative one.")
+    check_page(limit, offset)
     name = workflow.name if isinstance(workflow, Workflow) else workflow
     rows = store.list_instances(
         using,
@@ -352,10 +365,26 @@ def list_instances(
     return [_status(r, waits.get(r.id, []), strict=False) for r in rows]
 
 
+MAX_PAGE = 10_000
+"""The most instances list_instances() returns at once."""
+MAX_OFFSET = 2**63 - 1  # what every database's OFFSET takes (a signed 64-bit integer)
+
+
+def check_page(limit: Any, offset: Any) -> None:
+    """Refuse a page size that is not an integer from 1 to MAX_PAGE, or an offset that is not
+    one from 0 to 2**63 - 1, with ValueError naming it."""
+    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_PAGE:
+        raise ValueError(f"limit must be an integer from 1 to {MAX_PAGE}, not {limit!r}.")
+    if not isinstance(offset, int) or isinstance(offset, bool) or not 0 <= offset <= MAX_OFFSET:
+        raise ValueError(f"offset must be an integer from 0 to 2**63 - 1, not {offset!r}.")
+
+
 def _request(id: str, reason: str | None, terminate: bool, using: str | None) -> CancelResult:
     using = database_alias(using)
-    if reason is not None and not isinstance(reason, str):
-        raise TypeError(f"The reason must be a string, not {type(reason).__name__}.")
+    if reason is not None:
+        if not isinstance(reason, str):
+            raise TypeError(f"The reason must be a string, not {type(reason).__name__}.")
+        check_text("The reason", reason)
     with transaction.atomic(using=using, savepoint=False):
         accepted = store.request_cancel(
             using, id, reason=reason, now=clock.now(), terminate=terminate
