@@ -24,7 +24,7 @@ from .errors import (
     WorkflowNotFoundError,
     WorkflowResultTimeoutError,
 )
-from .jsonvalues import to_json
+from .jsonvalues import check_text, to_json
 from .models import KEY_LENGTH, Status, WorkflowInstance
 from .registry import registry
 from .results import (
@@ -41,8 +41,9 @@ from .store.signals import record_signal
 
 
 def check_key(what: str, value: str | None, using: str, max_length: int = KEY_LENGTH) -> None:
-    """Refuse an id, name or key longer than its column, before any SQL, on every database:
-    PostgreSQL and MySQL would refuse it mid-transaction, and SQLite would keep it."""
+    """Refuse an id, name or key longer than its column, or with a NUL or a lone surrogate in
+    it, before any SQL, on every database: PostgreSQL and MySQL would refuse it
+    mid-transaction, and SQLite would keep it."""
     if value is None:
         return
     if not isinstance(value, str):
@@ -52,21 +53,6 @@ def check_key(what: str, value: str | None, using: str, max_length: int = KEY_LE
             f"{what} is {len(value)} characters long; the most it can be is {max_length}."
         )
     check_text(what, value)
-
-
-def check_text(what: str, value: str) -> None:
-    """Refuse a NUL character (PostgreSQL cannot store it) or a lone surrogate (it has no UTF-8
-    form: no database can) in text stored as is, with ValueError naming `what`."""
-    if "\x00" in value:
-        raise ValueError(f"{what} contains a NUL character.")
-    if not value.isascii():
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError as error:
-            raise ValueError(
-                f"{what} contains a lone surrogate ({value[error.start]!r}), which has no UTF-8 "
-                f"form: no database can store it."
-            ) from None
 
 
 def _wake_on_commit(using: str) -> None:

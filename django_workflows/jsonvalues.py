@@ -76,6 +76,22 @@ def check_value(value: Any, what: str, *, nul: bool = False) -> None:
                 stack.extend((child, depth + 1, (path, i, False)) for i, child in enumerate(item))
 
 
+def check_text(what: str, value: str) -> None:
+    """Refuse a NUL character (PostgreSQL cannot store it) or a lone surrogate (no database
+    can) in text stored as it is (an id, a name, a key, a reason), with UnstorableValueError
+    naming `what`."""
+    if "\x00" in value:
+        raise UnstorableValueError(f"{what} contains a NUL character.")
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as error:
+            raise UnstorableValueError(
+                f"{what} contains a lone surrogate ({value[error.start]!r}), which has no UTF-8 "
+                f"form: no database can store it."
+            ) from None
+
+
 def storable_text(text: str) -> str:
     """`text` with what no database can store made visible instead: a lone surrogate as its
     backslash escape ("\\ud800"), a NUL as "\\x00". For the messages the engine records."""

@@ -151,3 +151,21 @@ def test_a_workflow_error_message_that_cannot_be_stored_is_recorded_escaped(defi
     status = wf.get_status("x")
     assert status.status == "failed"
     assert status.error == {"name": "ValueError", "message": "bad \\ud800\\x00"}
+
+
+@pytest.mark.parametrize("name", [f"s{SURROGATE}", "s\x00"])
+def test_a_step_name_that_cannot_be_stored_fails_the_instance_before_the_step_runs(
+    define, workflow_clock, name
+):
+    ran = []
+
+    @define("unstorable-name")
+    def unstorable_name(ctx, input):
+        ctx.step(name, lambda step: ran.append(1))
+
+    wf.start("unstorable-name", None, id="x")
+    wf.drain()
+    status = wf.get_status("x")
+    assert status.status == "failed" and ran == []
+    assert status.error["name"] == "UnstorableValueError"
+    assert "The step name" in status.error["message"]
