@@ -66,6 +66,12 @@ CASES: list[tuple[str, Callable[[], Any], type[Exception], str]] = [
     ("payload-deep", lambda: wf.signal("ping", nested(100_000)), ValueError, "payload"),
     ("schedule-input-surrogate", lambda: upsert(input={"n": SURROGATE}), ValueError, "input"),
     ("schedule-input-deep", lambda: upsert(input=nested(100_000)), ValueError, "input"),
+    (
+        "declared-schedule-input-surrogate",
+        lambda: wf.Schedule("bad", every="1h", input={"n": SURROGATE}),
+        ValueError,
+        "input of schedule",
+    ),
     # Ids, names, keys and reasons stored as text.
     (
         "id-surrogate",
