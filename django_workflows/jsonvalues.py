@@ -115,19 +115,26 @@ def dumps(value: Any, what: str) -> str:
 def check_size(text: str, what: str, using: str) -> None:
     """Refuse JSON text larger than the database `using` takes in one value, with
     UnstorableValueError naming `what`, the size and the limit."""
+    from . import codecs
     from .store import vendor
 
     packet = vendor.max_allowed_packet(using)
     if packet is not None:
         # The driver sends the text as an escaped SQL literal: a quote or backslash takes two.
         length = len(text) + text.count("\\") + text.count('"') + text.count("'")
-        limit, why = packet - PACKET_MARGIN, f"the server's max_allowed_packet ({packet} bytes)"
+        if codecs.configured_codecs():  # stored encrypted: base64 of at most its UTF-8 form
+            length = max(length, len(text) * 4 // 3 + 1024)
+        limit = packet - PACKET_MARGIN
+        why = (
+            f"the server's max_allowed_packet takes ({packet} bytes, less {PACKET_MARGIN} for "
+            f"the rest of the statement)"
+        )
     else:
         length = len(text)
         limit = MAX_BYTES.get(connections[using].vendor, MAX_BYTES["sqlite"])
-        why = f"the most {connections[using].display_name} stores in one value ({limit} bytes)"
+        why = f"{connections[using].display_name} stores in one value ({limit} bytes)"
     if length > limit:
-        raise UnstorableValueError(f"{what} takes {length} bytes as JSON, more than {why} allows.")
+        raise UnstorableValueError(f"{what} takes {length} bytes as JSON, more than {why}.")
 
 
 def size(value: Any) -> int:
