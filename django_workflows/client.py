@@ -24,7 +24,7 @@ from .errors import (
     WorkflowNotFoundError,
     WorkflowResultTimeoutError,
 )
-from .jsonvalues import check_text, to_json
+from .jsonvalues import MAX_MESSAGE, check_text, to_json
 from .models import KEY_LENGTH, Status, WorkflowInstance
 from .registry import registry
 from .results import (
@@ -370,6 +370,11 @@ def _request(id: str, reason: str | None, terminate: bool, using: str | None) ->
     if reason is not None:
         if not isinstance(reason, str):
             raise TypeError(f"The reason must be a string, not {type(reason).__name__}.")
+        if len(reason) > MAX_MESSAGE:
+            raise ValueError(
+                f"The reason is {len(reason)} characters long; the most it can be is "
+                f"{MAX_MESSAGE}."
+            )
         check_text("The reason", reason)
     with transaction.atomic(using=using, savepoint=False):
         accepted = store.request_cancel(

@@ -92,9 +92,16 @@ def check_text(what: str, value: str) -> None:
             ) from None
 
 
+MAX_MESSAGE = 65_536
+"""The most characters of an error message or a cancel reason the engine stores."""
+
+
 def storable_text(text: str) -> str:
     """`text` with what no database can store made visible instead: a lone surrogate as its
-    backslash escape ("\\ud800"), a NUL as "\\x00". For the messages the engine records."""
+    backslash escape ("\\ud800"), a NUL as "\\x00"; cut to MAX_MESSAGE characters. For the
+    messages the engine records."""
+    if len(text) > MAX_MESSAGE:
+        text = f"{text[:MAX_MESSAGE]}... ({len(text) - MAX_MESSAGE} more characters)"
     if "\x00" in text:
         text = text.replace("\x00", "\\x00")
     if not text.isascii():

@@ -84,6 +84,7 @@ CASES: list[tuple[str, Callable[[], Any], type[Exception], str]] = [
     ("signal-id-surrogate", lambda: wf.signal("ping", id=SURROGATE), ValueError, "signal id"),
     ("cancel-reason-surrogate", lambda: wf.cancel("existing", SURROGATE), ValueError, "reason"),
     ("cancel-reason-nul", lambda: wf.cancel("existing", "a\x00b"), ValueError, "reason"),
+    ("cancel-reason-too-long", lambda: wf.cancel("existing", "r" * 65_537), ValueError, "reason"),
     (
         "terminate-reason-surrogate",
         lambda: wf.terminate("existing", SURROGATE),

@@ -14,7 +14,7 @@ from django.db import connection
 
 import django_workflows as wf
 from django_workflows import Retry
-from django_workflows.jsonvalues import MAX_DEPTH
+from django_workflows.jsonvalues import MAX_DEPTH, MAX_MESSAGE
 
 pytestmark = pytest.mark.django_db
 
@@ -169,3 +169,23 @@ def test_a_step_name_that_cannot_be_stored_fails_the_instance_before_the_step_ru
     assert status.status == "failed" and ran == []
     assert status.error["name"] == "UnstorableValueError"
     assert "The step name" in status.error["message"]
+
+
+def test_a_step_error_message_longer_than_the_limit_is_stored_cut(define, workflow_clock):
+    """A 20 MB message would not fit MariaDB's packet: the engine keeps its first 64 KiB."""
+    message = "m" * 20_000_000
+
+    def fail(step):
+        raise RuntimeError(message)
+
+    @define("long-error")
+    def long_error(ctx, input):
+        ctx.step("fail", fail, retry=False)
+
+    wf.start("long-error", None, id="x")
+    wf.drain()
+    status = wf.get_status("x", journal=True)
+    assert status.status == "failed"
+    cut = f"{'m' * MAX_MESSAGE}... ({20_000_000 - MAX_MESSAGE} more characters)"
+    assert status.error["cause"]["message"] == cut
+    assert status.journal[0].error["message"] == cut
