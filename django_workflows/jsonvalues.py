@@ -33,6 +33,9 @@ PACKET_MARGIN = 64 * 1024
 """Room left in a MariaDB/MySQL packet for the rest of the statement around a value."""
 
 
+_SCALARS = {int, float, bool, type(None)}
+
+
 class UnstorableValueError(ValueError):
     """A JSON value that no write could store: retrying what made it cannot help."""
 
@@ -56,24 +59,35 @@ def check_value(value: Any, what: str, *, nul: bool = False) -> None:
     """Refuse a lone surrogate (and with `nul`, a NUL character) in any string or key of
     `value`, and lists and dicts nested deeper than MAX_DEPTH, with UnstorableValueError naming
     `what` and the place. Iterative: a value nested 100,000 deep is refused, not a RecursionError."""
+    if isinstance(value, str):
+        _check_text(value, what, None, nul)
+    if not isinstance(value, dict | list | tuple):
+        return
     stack: list[tuple[Any, int, Any]] = [(value, 0, None)]
     while stack:
         item, depth, path = stack.pop()
-        if isinstance(item, str):
-            _check_text(item, what, path, nul)
-        elif isinstance(item, dict | list | tuple):
-            if depth >= MAX_DEPTH:
-                raise UnstorableValueError(
-                    f"{what} nests lists and dicts more than {MAX_DEPTH} deep (at "
-                    f"{_where(path)}), deeper than every database can store."
-                )
-            if isinstance(item, dict):
-                for key, child in item.items():
-                    if isinstance(key, str):
-                        _check_text(key, what, (path, key, True), nul)
-                    stack.append((child, depth + 1, (path, key, False)))
-            else:
-                stack.extend((child, depth + 1, (path, i, False)) for i, child in enumerate(item))
+        if depth >= MAX_DEPTH:
+            raise UnstorableValueError(
+                f"{what} nests lists and dicts more than {MAX_DEPTH} deep (at "
+                f"{_where(path)}), deeper than every database can store."
+            )
+        if isinstance(item, dict):
+            pairs: Any = item.items()
+            for key in item:
+                if isinstance(key, str) and (not key.isascii() or (nul and "\x00" in key)):
+                    _check_text(key, what, (path, key, True), nul)
+        elif set(map(type, item)) <= _SCALARS:  # numbers only, looked at in C
+            continue
+        else:
+            pairs = enumerate(item)
+        for key, child in pairs:
+            # Only the strings that may hold a surrogate (or a NUL) are looked at closely, and
+            # only containers are kept for later: a long list of numbers costs one pass.
+            if isinstance(child, str):
+                if not child.isascii() or (nul and "\x00" in child):
+                    _check_text(child, what, (path, key, False), nul)
+            elif isinstance(child, dict | list | tuple):
+                stack.append((child, depth + 1, (path, key, False)))
 
 
 def check_text(what: str, value: str) -> None:
