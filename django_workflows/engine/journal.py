@@ -6,7 +6,7 @@ from datetime import datetime
 from typing import Any
 
 from .. import errors
-from ..jsonvalues import storable_text
+from ..jsonvalues import check_value, dumps, storable_text
 
 ENGINE_KINDS = ("compensation", "retry")
 """Entries the engine writes on its own; the replay check ignores them."""
@@ -42,8 +42,19 @@ def serialize_error(error: BaseException) -> dict[str, Any]:
         if error.cause is not None:
             serialized["cause"] = error.cause
     elif isinstance(error, errors.WorkflowFailedError) and isinstance(error.cause, dict):
-        serialized["cause"] = error.cause
+        serialized["cause"] = _storable_cause(error.cause)
     return serialized
+
+
+def _storable_cause(cause: dict[str, Any]) -> dict[str, Any]:
+    """A cause given to a WorkflowFailedError, or its repr as the message of one when no
+    database could store it (not JSON, a lone surrogate, a NUL, too deep)."""
+    try:
+        check_value(cause, "The cause", nul=True)
+        dumps(cause, "The cause")
+    except (TypeError, ValueError):
+        return {"name": "WorkflowError", "message": storable_text(repr(cause))}
+    return cause
 
 
 def error_from_dict(data: dict[str, Any]) -> errors.WorkflowError:

@@ -189,3 +189,18 @@ def test_a_step_error_message_longer_than_the_limit_is_stored_cut(define, workfl
     cut = f"{'m' * MAX_MESSAGE}... ({20_000_000 - MAX_MESSAGE} more characters)"
     assert status.error["cause"]["message"] == cut
     assert status.journal[0].error["message"] == cut
+
+
+def test_a_failure_cause_that_cannot_be_stored_is_recorded_as_its_repr(define, workflow_clock):
+    @define("unstorable-cause")
+    def unstorable_cause(ctx, input):
+        raise wf.WorkflowFailedError("boom", cause={"at": SURROGATE, "when": object})
+
+    wf.start("unstorable-cause", None, id="x")
+    wf.drain()
+    status = wf.get_status("x")
+    assert status.status == "failed" and status.error["message"] == "boom"
+    assert status.error["cause"] == {
+        "name": "WorkflowError",
+        "message": "{'at': '\\ud800', 'when': <class 'object'>}",
+    }
