@@ -372,8 +372,7 @@ def _request(id: str, reason: str | None, terminate: bool, using: str | None) ->
             raise TypeError(f"The reason must be a string, not {type(reason).__name__}.")
         if len(reason) > MAX_MESSAGE:
             raise ValueError(
-                f"The reason is {len(reason)} characters long; the most it can be is "
-                f"{MAX_MESSAGE}."
+                f"The reason is {len(reason)} characters long; the most it can be is {MAX_MESSAGE}."
             )
         check_text("The reason", reason)
     with transaction.atomic(using=using, savepoint=False):
