@@ -69,7 +69,7 @@ def check_value(value: Any, what: str, *, nul: bool = False) -> None:
         if depth >= MAX_DEPTH:
             raise UnstorableValueError(
                 f"{what} nests lists and dicts more than {MAX_DEPTH} deep (at "
-                f"{_where(path)}), deeper than every database can store."
+                f"{_where(path)}), which not every database can store."
             )
         if isinstance(item, dict):
             pairs: Any = item.items()
@@ -180,7 +180,7 @@ def _check_text(text: str, what: str, path: Any, nul: bool) -> None:
 
 def _in(path: Any) -> str:
     if path is not None and path[2]:
-        return f"in the key {path[1]!r} of {_where(path[0])}"
+        return f"in the key {path[1][:40]!r} of {_where(path[0])}"
     return f"in {_where(path)}"
 
 
@@ -189,6 +189,8 @@ def _where(path: Any) -> str:
     parts = []
     while path is not None:
         parent, key, _ = path
-        parts.append(f"[{key!r}]")
+        parts.append(
+            f"[{key[:40]!r}...]" if isinstance(key, str) and len(key) > 40 else f"[{key!r}]"
+        )
         path = parent
     return "the value" if not parts else "value" + "".join(reversed(parts))
