@@ -204,3 +204,33 @@ def test_a_failure_cause_that_cannot_be_stored_is_recorded_as_its_repr(define, w
         "name": "WorkflowError",
         "message": "{'at': '\\ud800', 'when': <class 'object'>}",
     }
+
+
+def test_a_value_nested_as_deep_as_allowed_goes_through_steps_children_and_signals(
+    define, workflow_clock
+):
+    """The engine keeps values inside documents of its own (a journal entry, a child's end, a
+    wait's result): MAX_DEPTH leaves them room under MariaDB's 32 levels."""
+    deep = nested(MAX_DEPTH)
+
+    @define("deep-child")
+    def deep_child(ctx, input):
+        return ctx.step("echo", lambda step: input)
+
+    @define("deep-parent")
+    def deep_parent(ctx, input):
+        ctx.set_status(deep)
+        made = ctx.step("make", lambda step: deep)
+        from_child = ctx.start_child("deep-child", made, id="deep-kid").result()
+        signalled = ctx.wait_for_signal("await", "deep", key="k")
+        if from_child != deep or signalled != deep:
+            raise AssertionError("the value came back changed")
+        return ctx.step("last", lambda step: deep)
+
+    wf.start("deep-parent", deep, id="deep")
+    wf.drain()
+    wf.signal("deep", deep, key="k")
+    wf.drain()
+    status = wf.get_status("deep")
+    assert status.status == "completed", status.error
+    assert status.output == deep and status.custom_status == deep
