@@ -25,7 +25,7 @@ from .errors import (
     WorkflowNotFoundError,
     WorkflowResultTimeoutError,
 )
-from .jsonvalues import to_json
+from .jsonvalues import MAX_MESSAGE, check_text, to_json
 from .models import KEY_LENGTH, Status, WorkflowInstance
 from .registry import registry
 from .results import (
@@ -42,8 +42,9 @@ from .store.signals import record_signal
 
 
 def check_key(what: str, value: str | None, using: str, max_length: int = KEY_LENGTH) -> None:
-    """Refuse an id, name or key longer than its column, before any SQL, on every database:
-    PostgreSQL and MySQL would refuse it mid-transaction, and SQLite would keep it."""
+    """Refuse an id, name or key longer than its column, or with a NUL or a lone surrogate in
+    it, before any SQL, on every database: PostgreSQL and MySQL would refuse it
+    mid-transaction, and SQLite would keep it."""
     if value is None:
         return
     if not isinstance(value, str):
@@ -52,8 +53,7 @@ def check_key(what: str, value: str | None, using: str, max_length: int = KEY_LE
         raise ValueError(
             f"{what} is {len(value)} characters long; the most it can be is {max_length}."
         )
-    if "\x00" in value:
-        raise ValueError(f"{what} contains a NUL character.")
+    check_text(what, value)
 
 
 def _wake_on_commit(using: str) -> None:
@@ -180,7 +180,7 @@ def start_instance(
             f"input{' or parent' if stored.parent_id or parent_id else ''}. Start it with the same "
             f"workflow and input to get it back, or use another id."
         )
-    return StartResult(stored.id, stored.workflow, stored.version, created, stored.status)
+    return StartResult(stored.id, stored.workflow, stored.version, created, Status(stored.status))
 
 
 def _key(definition: Workflow, kind: str, given: str | None, input: Any) -> str | None:
@@ -342,8 +342,7 @@ def list_instances(
     for value in statuses or []:
         if value not in Status.values:
             raise ValueError(f"Unknown status {value!r}; use one of {', '.join(Status.values)}.")
-    if not isinstance(limit, int) or limit < 1 or not isinstance(offset, int) or offset < 0:
-        raise ValueError("limit must be a positive integer and offset a non-negative one.")
+    check_page(limit, offset)
     name = workflow.name if isinstance(workflow, Workflow) else workflow
     rows = store.list_instances(
         using,
@@ -359,10 +358,30 @@ def list_instances(
     return [_status(r, waits.get(r.id, []), strict=False) for r in rows]
 
 
+MAX_PAGE = 10_000
+"""The most instances list_instances() returns at once."""
+MAX_OFFSET = 2**63 - 1  # what every database's OFFSET takes (a signed 64-bit integer)
+
+
+def check_page(limit: Any, offset: Any) -> None:
+    """Refuse a page size that is not an integer from 1 to MAX_PAGE, or an offset that is not
+    one from 0 to 2**63 - 1, with ValueError naming it."""
+    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_PAGE:
+        raise ValueError(f"limit must be an integer from 1 to {MAX_PAGE}, not {limit!r}.")
+    if not isinstance(offset, int) or isinstance(offset, bool) or not 0 <= offset <= MAX_OFFSET:
+        raise ValueError(f"offset must be an integer from 0 to 2**63 - 1, not {offset!r}.")
+
+
 def _request(id: str, reason: str | None, terminate: bool, using: str | None) -> CancelResult:
     using = database_alias(using)
-    if reason is not None and not isinstance(reason, str):
-        raise TypeError(f"The reason must be a string, not {type(reason).__name__}.")
+    if reason is not None:
+        if not isinstance(reason, str):
+            raise TypeError(f"The reason must be a string, not {type(reason).__name__}.")
+        if len(reason) > MAX_MESSAGE:
+            raise ValueError(
+                f"The reason is {len(reason)} characters long; the most it can be is {MAX_MESSAGE}."
+            )
+        check_text("The reason", reason)
     with transaction.atomic(using=using, savepoint=False):
         accepted = store.request_cancel(
             using, id, reason=reason, now=clock.now(), terminate=terminate

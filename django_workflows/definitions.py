@@ -178,6 +178,10 @@ class Schedule:
             )
         except ValueError as error:
             raise ValueError(f"Schedule {self.id!r}: {error}") from None
+        if not callable(self.input):
+            from .jsonvalues import to_json
+
+            to_json(self.input, f"The input of schedule {self.id!r}")
 
 
 @dataclass(frozen=True)

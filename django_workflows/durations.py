@@ -17,9 +17,14 @@ _PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
 
 Duration = timedelta | int | float | str
 
+MAX_DURATION = timedelta(days=36_525)
+"""The longest duration the API takes: 100 years. Longer ones overflow datetime arithmetic
+(datetime ends in the year 9999) long before they mean anything."""
+
 
 def parse_duration(value: Duration, what: str = "duration") -> timedelta:
-    """Return `value` as a timedelta; raise ValueError naming `what` when it is not a duration."""
+    """Return `value` as a timedelta; raise ValueError naming `what` when it is not a duration,
+    is negative, or is longer than MAX_DURATION (100 years)."""
     if isinstance(value, bool):
         raise ValueError(f"{what} must be a duration, not {value!r}.")
     if isinstance(value, timedelta):
@@ -27,7 +32,7 @@ def parse_duration(value: Duration, what: str = "duration") -> timedelta:
     elif isinstance(value, int | float):
         if value != value or value in (float("inf"), float("-inf")):
             raise ValueError(f"{what} must be a finite number of seconds, not {value!r}.")
-        result = timedelta(seconds=value)
+        result = _seconds(value, what)
     elif isinstance(value, str):
         text = value.strip()
         position = 0
@@ -35,7 +40,10 @@ def parse_duration(value: Duration, what: str = "duration") -> timedelta:
         for match in _PART.finditer(text):
             if match.start() != position:
                 break
-            result += float(match.group(1)) * _UNITS[match.group(2)]
+            try:
+                result += float(match.group(1)) * _UNITS[match.group(2)]
+            except OverflowError:
+                raise _too_long(value, what) from None
             position = match.end()
         if not text or position != len(text):
             raise ValueError(
@@ -46,7 +54,20 @@ def parse_duration(value: Duration, what: str = "duration") -> timedelta:
         raise ValueError(f"{what} must be a duration, not {type(value).__name__}.")
     if result < timedelta():
         raise ValueError(f"{what} {value!r} is negative.")
+    if result > MAX_DURATION:
+        raise _too_long(value, what)
     return result
+
+
+def _seconds(value: int | float, what: str) -> timedelta:
+    try:
+        return timedelta(seconds=value)
+    except OverflowError:
+        raise _too_long(value, what) from None
+
+
+def _too_long(value: Duration, what: str) -> ValueError:
+    return ValueError(f"{what} {value!r} is longer than the most a duration can be, 100 years.")
 
 
 def format_duration(value: timedelta) -> str:

@@ -1,4 +1,17 @@
-"""JSON values: what inputs, outputs, results and payloads must be, checked before any write."""
+"""JSON values: what inputs, outputs, results and payloads must be, checked before any write.
+
+Every value the engine stores goes through `to_json`, so a value the database would refuse
+mid-transaction (or keep half-written) is refused first, with an error naming it:
+
+- not JSON (a set, an object, NaN): TypeError;
+- a lone surrogate ("\\ud800") in a string or key: ValueError on every database (it has no
+  UTF-8 form: PostgreSQL and MariaDB refuse it, and a text column cannot be sent at all);
+- a NUL character ("\\x00") on PostgreSQL, whose jsonb and text columns refuse it (SQLite and
+  MariaDB store it);
+- lists and dicts nested more than MAX_DEPTH deep (MariaDB's JSON CHECK refuses a document
+  nested 32 deep, Python's json a thousand);
+- more JSON than the database takes in one value (MariaDB: its max_allowed_packet).
+"""
 
 from __future__ import annotations
 
@@ -7,30 +20,177 @@ from typing import Any
 
 from django.db import connections
 
+MAX_DEPTH = 20
+"""How deep lists and dicts may nest in a stored value. MariaDB refuses a JSON document nested
+32 deep; the engine keeps a value inside documents of its own (a journal entry, a child's end),
+at most a few levels deeper, so 20 holds on every database."""
+
+MAX_BYTES = {"postgresql": 255 * 1024 * 1024, "sqlite": 1_000_000_000}
+"""The most JSON, in bytes, one value may take: PostgreSQL's jsonb holds at most 255 MiB,
+SQLite a string of a billion bytes; MariaDB and MySQL take what max_allowed_packet allows."""
+
+PACKET_MARGIN = 64 * 1024
+"""Room left in a MariaDB/MySQL packet for the rest of the statement around a value."""
+
+
+_SCALARS = {int, float, bool, type(None)}
+
+
+class UnstorableValueError(ValueError):
+    """A JSON value that no write could store: retrying what made it cannot help."""
+
 
 def to_json(value: Any, what: str, *, using: str | None = None) -> Any:
-    """`value` in its JSON form (a tuple becomes a list); TypeError naming `what` if it is not JSON.
+    """`value` in its JSON form (a tuple becomes a list), checked to be storable.
 
-    On PostgreSQL, whose jsonb rejects it, a NUL character in a string is refused too.
+    Raises TypeError naming `what` if it is not JSON, UnstorableValueError (a
+    ValueError) naming it and where in it the problem is for a lone surrogate, a NUL on
+    PostgreSQL, nesting deeper than MAX_DEPTH, or more bytes than the database `using` takes.
     """
+    vendor = connections[using].vendor if using is not None else None
+    check_value(value, what, nul=vendor == "postgresql")
     text = dumps(value, what)
-    if "\\u0000" in text and using is not None and connections[using].vendor == "postgresql":
-        raise ValueError(
-            f"{what} contains a NUL character (\\u0000) in a string, which PostgreSQL's jsonb "
-            f"cannot store."
-        )
+    if using is not None:
+        check_size(text, what, using)
     return json.loads(text)
 
 
+def check_value(value: Any, what: str, *, nul: bool = False) -> None:
+    """Refuse a lone surrogate (and with `nul`, a NUL character) in any string or key of
+    `value`, and lists and dicts nested deeper than MAX_DEPTH, with UnstorableValueError naming
+    `what` and the place. Iterative: a value nested 100,000 deep is refused, not a RecursionError."""
+    if isinstance(value, str):
+        _check_text(value, what, None, nul)
+    if not isinstance(value, dict | list | tuple):
+        return
+    stack: list[tuple[Any, int, Any]] = [(value, 0, None)]
+    while stack:
+        item, depth, path = stack.pop()
+        if depth >= MAX_DEPTH:
+            raise UnstorableValueError(
+                f"{what} nests lists and dicts more than {MAX_DEPTH} deep (at "
+                f"{_where(path)}), which not every database can store."
+            )
+        if isinstance(item, dict):
+            pairs: Any = item.items()
+            for key in item:
+                if isinstance(key, str) and (not key.isascii() or (nul and "\x00" in key)):
+                    _check_text(key, what, (path, key, True), nul)
+        elif set(map(type, item)) <= _SCALARS:  # numbers only, looked at in C
+            continue
+        else:
+            pairs = enumerate(item)
+        for key, child in pairs:
+            # Only the strings that may hold a surrogate (or a NUL) are looked at closely, and
+            # only containers are kept for later: a long list of numbers costs one pass.
+            if isinstance(child, str):
+                if not child.isascii() or (nul and "\x00" in child):
+                    _check_text(child, what, (path, key, False), nul)
+            elif isinstance(child, dict | list | tuple):
+                stack.append((child, depth + 1, (path, key, False)))
+
+
+def check_text(what: str, value: str) -> None:
+    """Refuse a NUL character (PostgreSQL cannot store it) or a lone surrogate (no database
+    can) in text stored as it is (an id, a name, a key, a reason), with UnstorableValueError
+    naming `what`."""
+    if "\x00" in value:
+        raise UnstorableValueError(f"{what} contains a NUL character.")
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as error:
+            raise UnstorableValueError(
+                f"{what} contains a lone surrogate ({value[error.start]!r}), which has no UTF-8 "
+                f"form: no database can store it."
+            ) from None
+
+
+MAX_MESSAGE = 65_536
+"""The most characters of an error message or a cancel reason the engine stores."""
+
+
+def storable_text(text: str) -> str:
+    """`text` with what no database can store made visible instead: a lone surrogate as its
+    backslash escape ("\\ud800"), a NUL as "\\x00"; cut to MAX_MESSAGE characters. For the
+    messages the engine records."""
+    if len(text) > MAX_MESSAGE:
+        text = f"{text[:MAX_MESSAGE]}... ({len(text) - MAX_MESSAGE} more characters)"
+    if "\x00" in text:
+        text = text.replace("\x00", "\\x00")
+    if not text.isascii():
+        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
 def dumps(value: Any, what: str) -> str:
+    """`value` as JSON text, as the database driver sends it; TypeError if it is not JSON."""
     try:
-        return json.dumps(value, allow_nan=False, separators=(",", ":"))
+        return json.dumps(value, allow_nan=False)
     except (TypeError, ValueError) as error:
         raise TypeError(
             f"{what} must be a JSON value (dict, list, str, int, float, bool or None): {error}."
+        ) from None
+
+
+def check_size(text: str, what: str, using: str) -> None:
+    """Refuse JSON text larger than the database `using` takes in one value, with
+    UnstorableValueError naming `what`, the size and the limit."""
+    from . import codecs
+    from .store import vendor
+
+    packet = vendor.max_allowed_packet(using)
+    if packet is not None:
+        # The driver sends the text as an escaped SQL literal: a quote or backslash takes two.
+        length = len(text) + text.count("\\") + text.count('"') + text.count("'")
+        if codecs.configured_codecs():  # stored encrypted: base64 of at most its UTF-8 form
+            length = max(length, len(text) * 4 // 3 + 1024)
+        limit = packet - PACKET_MARGIN
+        why = (
+            f"the server's max_allowed_packet takes ({packet} bytes, less {PACKET_MARGIN} for "
+            f"the rest of the statement)"
         )
+    else:
+        length = len(text)
+        limit = MAX_BYTES.get(connections[using].vendor, MAX_BYTES["sqlite"])
+        why = f"{connections[using].display_name} stores in one value ({limit} bytes)"
+    if length > limit:
+        raise UnstorableValueError(f"{what} takes {length} bytes as JSON, more than {why}.")
 
 
 def size(value: Any) -> int:
     """The size of `value` as JSON, in bytes of UTF-8 (a "é" is two, not the six of "\\u00e9")."""
     return len(json.dumps(value, separators=(",", ":"), default=str, ensure_ascii=False).encode())
+
+
+def _check_text(text: str, what: str, path: Any, nul: bool) -> None:
+    if nul and "\x00" in text:
+        raise UnstorableValueError(
+            f"{what} contains a NUL character (\\u0000) {_in(path)}, which PostgreSQL cannot store."
+        )
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as error:
+            raise UnstorableValueError(
+                f"{what} contains a lone surrogate ({text[error.start]!r}) {_in(path)}, which "
+                f"has no UTF-8 form: no database can store it."
+            ) from None
+
+
+def _in(path: Any) -> str:
+    if path is not None and path[2]:
+        return f"in the key {path[1][:40]!r} of {_where(path[0])}"
+    return f"in {_where(path)}"
+
+
+def _where(path: Any) -> str:
+    """The place `path` (a linked list of (parent, key, is_key)) names: `value["a"][0]`."""
+    parts = []
+    while path is not None:
+        parent, key, _ = path
+        parts.append(
+            f"[{key[:40]!r}...]" if isinstance(key, str) and len(key) > 40 else f"[{key!r}]"
+        )
+        path = parent
+    return "the value" if not parts else "value" + "".join(reversed(parts))

@@ -27,7 +27,7 @@ class StartResult:
     workflow: str
     version: int
     created: bool
-    status: str
+    status: Status
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from .durations import Duration
 from .engine import occurrences
 from .errors import WorkflowNotFoundError, WorkflowStateError
 from .jsonvalues import to_json
-from .models import WorkflowSchedule
+from .models import Status, WorkflowSchedule
 from .registry import registry
 from .results import StartResult
 from .scheduler import State, declared_in_code, next_wake, spec_of, start_occurrence, timing_of
@@ -210,8 +210,9 @@ def list(
     using: str | None = None,
 ) -> builtins.list[ScheduleStatus]:
     """The schedules (of `workflow`, when given), by id; a page of them."""
-    if not isinstance(limit, int) or limit < 1 or not isinstance(offset, int) or offset < 0:
-        raise ValueError("limit must be a positive integer and offset a non-negative one.")
+    from .client import check_page
+
+    check_page(limit, offset)
     name = workflow.name if isinstance(workflow, Workflow) else workflow
     rows = store.list_schedules(database_alias(using), workflow=name, limit=limit, offset=offset)
     return [_status(store.decoded(row)) for row in rows]
@@ -283,7 +284,7 @@ def trigger(id: str, *, using: str | None = None) -> StartResult:
     instance_id, created = start_occurrence(using, schedule, now)
     status = get_status(instance_id, using=using)
     assert status is not None
-    return StartResult(status.id, status.workflow, status.version, created, status.status)
+    return StartResult(status.id, status.workflow, status.version, created, Status(status.status))
 
 
 def preview(

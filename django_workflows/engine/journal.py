@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Any
 
 from .. import errors
+from ..jsonvalues import check_value, dumps, storable_text
 
 ENGINE_KINDS = ("compensation", "retry")
 """Entries the engine writes on its own; the replay check ignores them."""
@@ -29,15 +30,31 @@ def parse_timestamp(value: str | None) -> datetime | None:
 
 
 def serialize_error(error: BaseException) -> dict[str, Any]:
-    """{name, message} and, where they apply, step, attempts and cause."""
-    serialized: dict[str, Any] = {"name": type(error).__name__, "message": str(error)}
+    """{name, message} and, where they apply, step, attempts and cause. What no database can
+    store in the name or message (a lone surrogate, a NUL) is escaped: the error is the
+    engine's to record, not a reason to fail again."""
+    serialized: dict[str, Any] = {
+        "name": storable_text(type(error).__name__),
+        "message": storable_text(str(error)),
+    }
     if isinstance(error, errors.StepFailedError):
         serialized.update(step=error.step, attempts=error.attempts)
         if error.cause is not None:
             serialized["cause"] = error.cause
     elif isinstance(error, errors.WorkflowFailedError) and isinstance(error.cause, dict):
-        serialized["cause"] = error.cause
+        serialized["cause"] = _storable_cause(error.cause)
     return serialized
+
+
+def _storable_cause(cause: dict[str, Any]) -> dict[str, Any]:
+    """A cause given to a WorkflowFailedError, or its repr as the message of one when no
+    database could store it (not JSON, a lone surrogate, a NUL, too deep)."""
+    try:
+        check_value(cause, "The cause", nul=True)
+        dumps(cause, "The cause")
+    except (TypeError, ValueError):
+        return {"name": "WorkflowError", "message": storable_text(repr(cause))}
+    return cause
 
 
 def error_from_dict(data: dict[str, Any]) -> errors.WorkflowError:
@@ -66,11 +83,13 @@ def error_from_dict(data: dict[str, Any]) -> errors.WorkflowError:
 
 
 def step_failed(name: str, attempts: int, cause: BaseException) -> errors.StepFailedError:
+    serialized = serialize_error(cause)
     return errors.StepFailedError(
-        f'Step "{name}" failed after {attempts} attempt{"s" if attempts != 1 else ""}: {cause}',
+        f'Step "{name}" failed after {attempts} attempt{"s" if attempts != 1 else ""}: '
+        f"{serialized['message']}",
         step=name,
         attempts=attempts,
-        cause={"name": type(cause).__name__, "message": str(cause)},
+        cause={"name": serialized["name"], "message": serialized["message"]},
     )
 
 

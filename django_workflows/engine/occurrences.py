@@ -229,6 +229,10 @@ def _check_rrule(rrule: str) -> str:
             f"rrule {rrule!r} must be a single RRULE (such as 'FREQ=WEEKLY;BYDAY=MO'): "
             f"its DTSTART is start_at or the anchor."
         )
+    for part in ("INTERVAL", "COUNT"):  # dateutil takes 0 and -1, and divides by the interval
+        number = _rule_parts(body).get(part)
+        if number is not None and not (number.isascii() and number.isdigit() and int(number) >= 1):
+            raise ValueError(f"rrule {rrule!r}: {part} must be a positive integer, not {number!r}.")
     try:
         _rule(body, datetime(2000, 1, 1), ZoneInfo("UTC"))
     except (ValueError, TypeError, KeyError, IndexError) as error:

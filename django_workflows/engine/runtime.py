@@ -21,7 +21,7 @@ from ..conf import get_settings
 from ..definitions import Workflow
 from ..errors import WorkflowInterrupt, WorkflowPayloadError
 from ..events import emit
-from ..jsonvalues import size
+from ..jsonvalues import check_text, size
 from ..models import JOURNAL_NAME_LENGTH, WorkflowInstance
 from ..store import instances as store
 from ..store.signals import signals_for
@@ -207,6 +207,7 @@ class Runtime:
                 f'The {kind} name "{name[:40]}..." is {len(name)} characters long; the most it '
                 f"can be is {JOURNAL_NAME_LENGTH}."
             )
+        check_text(f"The {kind} name {name[:40]!r}", name)
         with self._lock:
             if name in self.reached:
                 raise self._define_error(

@@ -13,7 +13,7 @@ from typing import Any
 from django.db import connections
 
 from .. import errors
-from ..jsonvalues import to_json
+from ..jsonvalues import UnstorableValueError, to_json
 from ..retries import default_retry
 from . import journal
 from .context import StepContext, running_step
@@ -113,8 +113,10 @@ def run_step(
                     "progress": step.progress,
                 }
                 gives_up = (
-                    isinstance(error, TypeError | ValueError) and "JSON" in str(error)
-                ) or policy.gives_up(attempt, error)
+                    (isinstance(error, TypeError | ValueError) and "JSON" in str(error))
+                    or isinstance(error, UnstorableValueError)
+                    or policy.gives_up(attempt, error)
+                )
                 entry = attempt_failed(x, name, position, failed, attempt, error, policy, gives_up)
                 if entry is None:
                     raise journal.step_failed(name, attempt, error)

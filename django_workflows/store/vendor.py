@@ -230,6 +230,36 @@ def transaction_isolation(using: str) -> str | None:
         return str(cursor.fetchone()[0])
 
 
+_packets: dict[str, int] = {}  # the last max_allowed_packet read, by alias
+
+
+def max_allowed_packet(using: str) -> int | None:
+    """On MariaDB and MySQL, the largest statement the server takes (a larger one drops the
+    connection: "server has gone away"), read once per connection; None elsewhere.
+
+    A thread without a connection of its own (a gather branch: the execution's thread does its
+    database work) gets the value read last, or opens one to read it and closes it again."""
+    connection = connections[using]
+    if connection.vendor != "mysql":
+        return None
+    known = getattr(connection, "_workflows_packet", None)
+    if connection.connection is None:
+        if using in _packets:
+            return _packets[using]
+    elif known is not None and known[0] is connection.connection:
+        return int(known[1])
+    opened = connection.connection is None
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT @@max_allowed_packet")
+        packet = int(cursor.fetchone()[0])
+    _packets[using] = packet
+    if opened:
+        connection.close()
+    else:
+        connection._workflows_packet = (connection.connection, packet)  # type: ignore[attr-defined]
+    return packet
+
+
 def skip_locked(using: str) -> bool:
     """Whether claims can SELECT ... FOR UPDATE SKIP LOCKED here (SQLite serializes instead)."""
     features = connections[using].features

@@ -260,6 +260,7 @@ def test_trigger_reports_whether_it_created_the_instance(reminder, workflow_cloc
     second = schedules.trigger("twice")  # the same millisecond: the same occurrence
     assert first.id == second.id == "twice@2026-01-01T00:00:00.000Z"
     assert (first.created, second.created) == (True, False)
+    assert type(first.status) is type(second.status) is wf.Status  # not a str for the second
     assert started("twice") == [first.id]
 
 
