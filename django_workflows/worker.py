@@ -17,7 +17,7 @@ from typing import Any
 from django.db import DatabaseError, connections
 
 from . import clock, wakeups
-from .conf import database_alias, get_settings
+from .conf import check_poll_interval, database_alias, get_settings
 from .durations import Duration, parse_duration
 from .engine.execution import Execution, leave_alone
 from .models import WorkflowInstance
@@ -50,6 +50,8 @@ class Worker:
         if not isinstance(self.concurrency, int) or self.concurrency < 1:
             raise ValueError(f"concurrency must be a positive integer, not {self.concurrency!r}.")
         self.poll_interval = _duration(poll_interval, defaults.poll_interval, "poll_interval")
+        if poll_interval is not None:
+            check_poll_interval(self.poll_interval, "poll_interval")
         self.lease_duration = _duration(lease_duration, defaults.lease_duration, "lease_duration")
         if self.lease_duration <= timedelta():
             raise ValueError("lease_duration must be longer than zero.")
