@@ -1,5 +1,5 @@
 """The worker: claims due instances under a lease, runs them on a thread pool, renews the
-leases of everything it runs, and hands instances back when it stops."""
+leases of everything it runs, and hands back at shutdown those that stopped at a ctx call."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from datetime import timedelta
 from typing import Any
 
-from django.db import DatabaseError, connections
+from django.db import connections
 
 from . import clock, wakeups
 from .conf import check_poll_interval, database_alias, get_settings
@@ -84,6 +84,7 @@ class Worker:
         )
         self.using = database_alias(using)
         self._stopping = threading.Event()
+        self._renewals_end = threading.Event()  # the shutdown timeout ended (or run() never ran)
         self._wake = threading.Event()  # a start, a signal or a stop: look for work now
         self._freed = threading.Event()  # an execution ended: a slot is free
         self._lock = threading.Lock()
@@ -167,7 +168,8 @@ class Worker:
     # -- the loop --------------------------------------------------------------------------------
 
     def run(self) -> None:
-        """Poll, claim and execute until stop() is called; then hand back what it stopped."""
+        """Poll, claim and execute until stop() is called; then hand back what stopped at a ctx
+        call within the shutdown timeout, and leave what is still inside a step to its lease."""
         vendor = connections[self.using].vendor
         logger.info(
             "Worker %s runs %s on %s (concurrency %d, poll %s, lease %s).",
@@ -265,7 +267,9 @@ class Worker:
 
     def _renew_loop(self) -> None:
         interval = self.heartbeat_interval.total_seconds()
-        while not self._stopping.wait(interval):
+        # On through the shutdown timeout: an execution that stops at its next ctx call then
+        # still holds the lease it hands back.
+        while not self._renewals_end.wait(interval):
             try:
                 self.renew()
             except Exception:
@@ -297,7 +301,8 @@ class Worker:
     # -- stopping --------------------------------------------------------------------------------
 
     def stop(self, timeout: Duration | None = None) -> None:
-        """Stop claiming, cancel running steps, and let run() hand the instances back."""
+        """Stop claiming, cancel running steps, and let run() hand back the instances that stop
+        at their next ctx call within the shutdown timeout."""
         if timeout is not None:
             self.shutdown_timeout = parse_duration(timeout, "timeout")
         self._stopping.set()
@@ -314,19 +319,20 @@ class Worker:
         pending = {f for f in futures if not f.done()}
         if pending:
             wait(pending, timeout=self.shutdown_timeout.total_seconds())
+        # Those still inside a step keep their lease, no longer renewed: their step may still
+        # run (Python cannot stop its thread), so handing them back would run it twice at once.
+        # Once the lease expires, another worker runs them again, as after a crash.
+        self._renewals_end.set()
         with self._lock:
             left = list(self._running.values())
         self.left_behind = [execution.instance.id for execution in left]
         if left:
-            # Hand them back all the same: another worker takes them at once. Their steps'
-            # threads run on until this process exits; nothing they write reaches the store.
-            handed = [e.instance.id for e in left if _abandon(e)]
             logger.warning(
                 "Worker %s stopped with %d instance(s) still inside a step after its shutdown "
-                "timeout; handed back: %s.",
+                "timeout, left to their lease (no longer renewed): %s.",
                 self.id,
                 len(left),
-                ", ".join(handed) or "none (their leases had gone)",
+                ", ".join(self.left_behind),
             )
         # Each pool thread closes its connection before the pool lets it go.
         # (A barrier spreads the closers over every thread; one still busy keeps its own.)
@@ -338,14 +344,6 @@ class Worker:
             pass
         pool.shutdown(wait=False, cancel_futures=True)
         logger.info("Worker %s stopped.", self.id)
-
-
-def _abandon(execution: Execution) -> bool:
-    try:
-        return execution.abandon()
-    except DatabaseError:
-        logger.exception("Handing back instance %s failed.", execution.instance.id)
-        return False
 
 
 def _duration(value: Duration | None, default: timedelta, what: str) -> timedelta:

@@ -146,7 +146,8 @@ def _check_migrated(using: str) -> None:
 
 def _exit_past(worker: Worker, code: int) -> None:
     """Exit now: the interpreter would wait for the threads of steps the worker stopped waiting
-    for and handed back (Python cannot stop a thread), running them alongside their retries."""
+    for (Python cannot stop a thread). Their instances keep their leases, which expire as after
+    a crash."""
     logging.getLogger("django_workflows").info(
         "Exiting without waiting for the steps of %s.", ", ".join(worker.left_behind)
     )
