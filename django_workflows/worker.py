@@ -89,6 +89,7 @@ class Worker:
         self._freed = threading.Event()  # an execution ended: a slot is free
         self._lock = threading.Lock()
         self._running: dict[str, Execution] = {}
+        self._row_waiters: dict[str, threading.Thread] = {}  # by instance id: _wait_for_row
         self.left_behind: list[str] = []  # instances still inside a step when run() returned
 
     # -- claiming and executing ------------------------------------------------------------------
@@ -279,24 +280,61 @@ class Worker:
         connections.close_all()
 
     def renew(self) -> None:
-        """Renew the leases of every running execution in one statement; stop the lost ones."""
+        """Renew the leases of every running execution in one statement; stop the lost ones.
+
+        Never waits for a row lock: a row another transaction holds locked is renewed by a
+        thread of its own that waits for that lock (_renew_once_unlocked)."""
         with self._lock:
             running = list(self._running.values())
         if not running:
             return
         leases = [(e.instance.id, e.token) for e in running]
-        flags = store.renew(self.using, leases, clock.now() + self.lease_duration)
+        renewal = store.renew(self.using, leases, clock.now() + self.lease_duration)
         for execution in running:
-            held = flags.get(execution.instance.id)
-            if held is None:
-                execution.stop_reason = "lease-lost"
-                for step in list(execution.running_steps):
-                    step.cancelled.set()
+            if execution.instance.id in renewal.busy:
+                self._wait_for_row(execution)
             else:
-                execution.flags = held
-                if held.cancel_requested or held.terminate_requested:
-                    for step in list(execution.running_steps):
-                        step.cancelled.set()
+                _held(execution, renewal.flags.get(execution.instance.id))
+
+    def _wait_for_row(self, execution: Execution) -> None:
+        """Renew `execution`'s lease as soon as the transaction that holds its row lets go."""
+        with self._lock:
+            waiter = self._row_waiters.get(execution.instance.id)
+            if waiter is not None and waiter.is_alive():
+                return
+            waiter = threading.Thread(
+                target=self._renew_once_unlocked,
+                args=(execution,),
+                name=f"{self.id} renewer of {execution.instance.id}",
+                daemon=True,
+            )
+            self._row_waiters[execution.instance.id] = waiter
+        waiter.start()
+
+    def _renew_once_unlocked(self, execution: Execution) -> None:
+        # Queued behind the lock, this renewal takes the row before any claim once it is free;
+        # if the lease lapsed meanwhile, claims passed over the locked row all along.
+        def lease_until() -> Any:
+            with self._lock:
+                current = self._running.get(execution.instance.id) is execution
+            if not current or self._renewals_end.is_set():
+                return None  # it ended meanwhile, or the worker stopped renewing
+            return clock.now() + self.lease_duration
+
+        try:
+            flags = store.renew_once_unlocked(
+                self.using, execution.instance.id, execution.token, lease_until
+            )
+            if not self._renewals_end.is_set():
+                _held(execution, flags)
+        except Exception:
+            logger.exception(
+                "Renewing the lease of instance %s once its row is unlocked failed; the next "
+                "renewal tries again.",
+                execution.instance.id,
+            )
+        finally:
+            connections.close_all()
 
     # -- stopping --------------------------------------------------------------------------------
 
@@ -344,6 +382,20 @@ class Worker:
             pass
         pool.shutdown(wait=False, cancel_futures=True)
         logger.info("Worker %s stopped.", self.id)
+
+
+def _held(execution: Execution, flags: store.LeaseFlags | None) -> None:
+    """What a renewal found for `execution`: its lease and the operator's requests, or (None)
+    that the lease is gone; either stops its running steps when it must stop."""
+    if flags is None:
+        execution.stop_reason = "lease-lost"
+        for step in list(execution.running_steps):
+            step.cancelled.set()
+        return
+    execution.flags = flags
+    if flags.cancel_requested or flags.terminate_requested:
+        for step in list(execution.running_steps):
+            step.cancelled.set()
 
 
 def _duration(value: Duration | None, default: timedelta, what: str) -> timedelta:
