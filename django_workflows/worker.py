@@ -171,15 +171,28 @@ class Worker:
     def run(self) -> None:
         """Poll, claim and execute until stop() is called; then hand back what stopped at a ctx
         call within the shutdown timeout, and leave what is still inside a step to its lease."""
+        self._serve(until_idle=False)
+
+    def run_until_idle(self) -> int:
+        """As run(), on the thread pool with its batched claims and lease renewals, until
+        nothing is due that can start, no schedule occurrence the clock passed is left to start,
+        and every execution has ended (runworkflows --once); or until stop() is called.
+
+        Returns how many executions it ran. drain() does the same in the calling thread, one
+        instance at a time."""
+        return self._serve(until_idle=True)
+
+    def _serve(self, *, until_idle: bool) -> int:
         vendor = connections[self.using].vendor
         logger.info(
-            "Worker %s runs %s on %s (concurrency %d, poll %s, lease %s).",
+            "Worker %s runs %s on %s (concurrency %d, poll %s, lease %s%s).",
             self.id,
             ", ".join(f"{n}@{v}" for n, v in registry.pairs(self.workflows)) or "nothing",
             vendor,
             self.concurrency,
             self.poll_interval,
             self.lease_duration,
+            ", until idle" if until_idle else "",
         )
         if vendor == "sqlite":
             logger.info("On SQLite, run one worker process: SQLite serializes writers.")
@@ -187,7 +200,7 @@ class Worker:
         renewer = threading.Thread(target=self._renew_loop, name=f"{self.id} renewer", daemon=True)
         renewer.start()
         listener = None
-        if vendor == "postgresql":
+        if vendor == "postgresql" and not until_idle:
             listener = threading.Thread(
                 target=store_vendor.listen,
                 args=(self.using, lambda payload: self._wake.set(), self._stopping),
@@ -202,6 +215,7 @@ class Worker:
         batch = max(1, self.concurrency // 2)
         backlog = True
         scheduled_at = 0.0
+        executed = 0
         try:
             while not self._stopping.is_set():
                 if time.monotonic() - scheduled_at >= self.poll_interval.total_seconds():
@@ -216,11 +230,21 @@ class Worker:
                     except Exception:
                         logger.exception("Claiming due instances failed; trying again.")
                         instances, claim, token = [], store.Claim([], 0), ""
+                        free = -1  # not known to be idle
                     for instance in instances:
                         futures.add(pool.submit(self._execute_in_pool, instance, claim, token))
+                    executed += len(instances)
                     backlog = len(instances) == free
+                    if until_idle and free == self.concurrency and not instances:
+                        # Idle: then the schedule occurrences the clock passed, as drain() does.
+                        if self.scheduler.tick():
+                            continue
+                        break
                 if backlog:
                     self._wait_for_slots(futures, batch)
+                elif until_idle:  # what ends can make more due: a parent, a buffered occurrence
+                    self._freed.wait(self._poll_wait())
+                    self._freed.clear()
                 else:
                     self._wake.wait(self._poll_wait())
                     self._wake.clear()
@@ -229,6 +253,7 @@ class Worker:
             self._shut_down(pool, futures)
             if listener is not None:
                 listener.join(2)  # it checks for the stop once a second, then closes its connection
+        return executed
 
     def _tick_schedules(self) -> None:
         """Once a poll interval: the declared schedules (once a minute) and the due occurrences."""
