@@ -84,7 +84,7 @@ class Worker:
         )
         self.using = database_alias(using)
         self._stopping = threading.Event()
-        self._renewals_end = threading.Event()  # the shutdown timeout ended (or run() never ran)
+        self._renewals_end = threading.Event()  # set once the shutdown timeout ends
         self._wake = threading.Event()  # a start, a signal or a stop: look for work now
         self._freed = threading.Event()  # an execution ended: a slot is free
         self._lock = threading.Lock()

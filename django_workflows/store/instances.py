@@ -18,7 +18,7 @@ from django.db.models import Case, F, Max, Q, Value, When
 
 from ..errors import WorkflowPayloadError
 from ..models import FINISHED, JournalEntry, Signal, Status, Wait, WorkflowInstance
-from . import limits, payloads, vendor
+from . import leaselocks, limits, payloads, vendor
 
 
 @dataclass(frozen=True)
@@ -195,7 +195,7 @@ def claim(
         operator.or_, (Q(workflow=name, version=version) for name, version in workflows)
     )
     due = Q(wake_at__lte=now) & (
-        Q(lease_until__isnull=True) | (Q(lease_until__lt=now) & vendor.lapsed_lease_free(using))
+        Q(lease_until__isnull=True) | (Q(lease_until__lt=now) & leaselocks.lapsed_lease_free(using))
     )
     # Without limits, hand-written SQL on the servers (one statement on PostgreSQL, one
     # transaction on MySQL and MariaDB): the leased instances' journals can be read after it
@@ -340,7 +340,7 @@ def renew_once_unlocked(
     rows = WorkflowInstance.objects.using(using)
     with transaction.atomic(using=using):
         vendor.take_write_lock(using)
-        vendor.await_row_lock(using, id)
+        leaselocks.await_row_lock(using, id)
         found = (
             rows.filter(pk=id, lease_token=token)
             .select_for_update()

@@ -18,21 +18,19 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from django.db import DatabaseError, connections
-from django.db.models import BooleanField, Model, Q
+from django.db.models import Model
 from django.db.models.constants import OnConflict
-from django.db.models.expressions import RawSQL
 from django.db.models.fields import AutoFieldMixin
-from django.db.models.lookups import Exact
 from django.db.models.sql import InsertQuery
 
 from ..models import StoreLock
+from .leaselocks import PG_LEASE_CLASS
 
 logger = logging.getLogger("django_workflows")
 
 # pg_advisory_xact_lock keys: a fixed pair of ints, so other advisory-lock users can stay clear.
 _PG_LOCK_CLASS = 0x44575746  # "DWWF"
 _PG_SIGNAL_LOCK = 1
-_PG_LEASE_CLASS = 0x4457574C  # "DWWL": one lock per instance id, while its renewal waits (2 ints)
 SIGNAL_LOCK_NAME = "signals"
 
 
@@ -70,39 +68,6 @@ def take_write_lock(using: str) -> None:
         return
     with connection.cursor() as cursor:
         cursor.execute(f"UPDATE {StoreLock._meta.db_table} SET name = name WHERE 1 = 0")
-
-
-def await_row_lock(using: str, id: str) -> None:
-    """Before a renewal that waits for the lock another transaction holds on instance `id`: for
-    the rest of the transaction (of the connection, on MySQL/MariaDB), wait for row locks as
-    long as they are held, with no lock wait or statement timeout.
-
-    On PostgreSQL, also take the instance's lease lock (lapsed_lease_free): a transaction that
-    updated the row leaves a new row version, which the waiting renewal locks only after it
-    wakes up; meanwhile claims pass over the instance all the same. On MySQL and MariaDB the
-    waiting lock itself is granted at the commit, before any claim can lock the row."""
-    connection = connections[using]
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            cursor.execute("SET LOCAL lock_timeout = 0")
-            cursor.execute("SET LOCAL statement_timeout = 0")
-            cursor.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", [_PG_LEASE_CLASS, id])
-        elif connection.vendor == "mysql":
-            cursor.execute("SET SESSION innodb_lock_wait_timeout = 1073741824")
-
-
-def lapsed_lease_free(using: str) -> Q:
-    """The condition (with lease_until < now) for a claim to take an instance whose lease has
-    lapsed: on PostgreSQL, that no renewal waits for its row (await_row_lock); true elsewhere.
-    Evaluated only for lapsed leases, each lock held until the claim commits."""
-    from ..models import WorkflowInstance
-
-    connection = connections[using]
-    if connection.vendor != "postgresql":
-        return Q()
-    id = f"{connection.ops.quote_name(WorkflowInstance._meta.db_table)}.id"
-    sql = f"pg_try_advisory_xact_lock(%s, hashtext({id}))"
-    return Q(Exact(RawSQL(sql, [_PG_LEASE_CLASS], output_field=BooleanField()), True))
 
 
 def lock_names(using: str, names: list[str]) -> None:
@@ -649,7 +614,7 @@ def _pg_claim(
         f"FROM picked WHERE i.id = picked.id "
         f"RETURNING {columns}, (SELECT COALESCE(MAX(id), 0) FROM {signals}) AS last_signal_id"
     )
-    params: list[Any] = [now, now, _PG_LEASE_CLASS]  # see lapsed_lease_free
+    params: list[Any] = [now, now, PG_LEASE_CLASS]  # see leaselocks.lapsed_lease_free
     for name, version in workflows:
         params += [name, version]
     params += [limit, token, owner, lease_until, now, Status.COMPENSATING, Status.RUNNING]
