@@ -26,6 +26,8 @@
    process and measures from the committed `start()` to the first step's `started_at` in the
    worker process (median, p95), at the worker's default poll interval unless --poll-interval.
 
+With --once, the drain's processes are `runworkflows --once`, which exit once idle; no step 5.
+
 With --compare-processes (and --processes P > 1), steps 1-4 run twice on a fresh database,
 first with one process and then with P, and the ratio of the two drain rates is printed.
 
@@ -69,6 +71,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--compare-processes",
         action="store_true",
         help="measure the drain with one process first, then with --processes, and the ratio",
+    )
+    parser.add_argument(
+        "--once",
+        action="store_true",
+        help="drain with `runworkflows --once` processes, which exit when idle (no latency phase)",
     )
     parser.add_argument("--latency-samples", type=int, default=30)
     parser.add_argument(
@@ -212,6 +219,8 @@ class Workers:
         ]
         if self.args.poll_interval:
             command += ["--poll-interval", self.args.poll_interval]
+        if self.args.once:
+            command.append("--once")
         for index in range(self.args.processes):
             log = Path(tempfile.gettempdir()) / f"workflows_bench_worker_{index}.log"
             self.logs.append(log)
@@ -222,7 +231,7 @@ class Workers:
 
     def check_alive(self) -> None:
         for index, process in enumerate(self.processes):
-            if process.poll() is not None:
+            if process.poll() is not None and not (self.args.once and process.returncode == 0):
                 raise SystemExit(
                     f"runworkflows process {index} exited with {process.returncode}; "
                     f"see {self.logs[index]}:\n{self.logs[index].read_text()[-3000:]}"
@@ -498,6 +507,8 @@ def main(argv: list[str] | None = None) -> None:
         )
     else:
         measure(args, env, args.processes)
+    if args.once:
+        return  # --once workers exit when idle: no wake-up to measure
 
     # Latency, with fresh workers that have nothing to do: they wait for their next poll.
     workers = Workers(args, env)

@@ -58,6 +58,19 @@ def _unknown(keys: Any, allowed: set[str], where: str) -> None:
         raise ValueError(f"{where} has unknown keys: {', '.join(extra)}.")
 
 
+MIN_POLL_INTERVAL = timedelta(milliseconds=10)
+
+
+def check_poll_interval(value: timedelta, what: str) -> None:
+    """Raise ValueError naming `what` for a poll interval under 10 ms: an idle worker would then
+    claim (and query the schedules) hundreds of times a second."""
+    if value < MIN_POLL_INTERVAL:
+        raise ValueError(
+            f"{what} ({value.total_seconds() * 1000:g}ms) must be at least 10ms: an idle worker "
+            f"claims once per poll interval."
+        )
+
+
 @functools.cache
 def get_settings() -> WorkflowSettings:
     """The DJANGO_WORKFLOWS setting, validated; raises ValueError naming a bad key or value."""
@@ -77,11 +90,11 @@ def get_settings() -> WorkflowSettings:
             f"WORKER['HEARTBEAT_INTERVAL'] ({heartbeat!r}) must be longer than zero and shorter "
             f"than WORKER['LEASE_DURATION'] ({lease}), which runs out unless renewed in time."
         )
+    poll = parse_duration(worker_raw.get("POLL_INTERVAL", "1s"), "WORKER['POLL_INTERVAL']")
+    check_poll_interval(poll, "WORKER['POLL_INTERVAL']")
     worker = WorkerSettings(
         concurrency=concurrency,
-        poll_interval=parse_duration(
-            worker_raw.get("POLL_INTERVAL", "1s"), "WORKER['POLL_INTERVAL']"
-        ),
+        poll_interval=poll,
         lease_duration=lease,
         heartbeat_interval=(
             None if heartbeat is None else parse_duration(heartbeat, "WORKER['HEARTBEAT_INTERVAL']")

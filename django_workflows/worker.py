@@ -1,5 +1,5 @@
 """The worker: claims due instances under a lease, runs them on a thread pool, renews the
-leases of everything it runs, and hands instances back when it stops."""
+leases of everything it runs, and hands back at shutdown those that stopped at a ctx call."""
 
 from __future__ import annotations
 
@@ -14,11 +14,11 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from datetime import timedelta
 from typing import Any
 
-from django.db import DatabaseError, connections
+from django.db import connections
 
 from . import clock, wakeups
 from .client import check_key
-from .conf import database_alias, get_settings
+from .conf import check_poll_interval, database_alias, get_settings
 from .durations import Duration, parse_duration
 from .engine.execution import Execution, leave_alone
 from .models import WorkflowInstance
@@ -52,6 +52,8 @@ class Worker:
         if not isinstance(self.concurrency, int) or self.concurrency < 1:
             raise ValueError(f"concurrency must be a positive integer, not {self.concurrency!r}.")
         self.poll_interval = _duration(poll_interval, defaults.poll_interval, "poll_interval")
+        if poll_interval is not None:
+            check_poll_interval(self.poll_interval, "poll_interval")
         self.lease_duration = _duration(lease_duration, defaults.lease_duration, "lease_duration")
         if self.lease_duration <= timedelta():
             raise ValueError("lease_duration must be longer than zero.")
@@ -84,10 +86,12 @@ class Worker:
         )
         self.using = database_alias(using)
         self._stopping = threading.Event()
+        self._renewals_end = threading.Event()  # set once the shutdown timeout ends
         self._wake = threading.Event()  # a start, a signal or a stop: look for work now
         self._freed = threading.Event()  # an execution ended: a slot is free
         self._lock = threading.Lock()
         self._running: dict[str, Execution] = {}
+        self._row_waiters: dict[str, threading.Thread] = {}  # by instance id: _wait_for_row
         self.left_behind: list[str] = []  # instances still inside a step when run() returned
 
     # -- claiming and executing ------------------------------------------------------------------
@@ -185,16 +189,30 @@ class Worker:
     # -- the loop --------------------------------------------------------------------------------
 
     def run(self) -> None:
-        """Poll, claim and execute until stop() is called; then hand back what it stopped."""
+        """Poll, claim and execute until stop() is called; then hand back what stopped at a ctx
+        call within the shutdown timeout, and leave what is still inside a step to its lease."""
+        self._serve(until_idle=False)
+
+    def run_until_idle(self) -> int:
+        """As run(), on the thread pool with its batched claims and lease renewals, until
+        nothing is due that can start, no schedule occurrence the clock passed is left to start,
+        and every execution has ended (runworkflows --once); or until stop() is called.
+
+        Returns how many executions it ran. drain() does the same in the calling thread, one
+        instance at a time."""
+        return self._serve(until_idle=True)
+
+    def _serve(self, *, until_idle: bool) -> int:
         vendor = connections[self.using].vendor
         logger.info(
-            "Worker %s runs %s on %s (concurrency %d, poll %s, lease %s).",
+            "Worker %s runs %s on %s (concurrency %d, poll %s, lease %s%s).",
             self.id,
             ", ".join(f"{n}@{v}" for n, v in registry.pairs(self.workflows)) or "nothing",
             vendor,
             self.concurrency,
             self.poll_interval,
             self.lease_duration,
+            ", until idle" if until_idle else "",
         )
         if vendor == "sqlite":
             logger.info("On SQLite, run one worker process: SQLite serializes writers.")
@@ -202,7 +220,7 @@ class Worker:
         renewer = threading.Thread(target=self._renew_loop, name=f"{self.id} renewer", daemon=True)
         renewer.start()
         listener = None
-        if vendor == "postgresql":
+        if vendor == "postgresql" and not until_idle:
             listener = threading.Thread(
                 target=store_vendor.listen,
                 args=(self.using, lambda payload: self._wake.set(), self._stopping),
@@ -217,6 +235,7 @@ class Worker:
         batch = max(1, self.concurrency // 2)
         backlog = True
         scheduled_at = 0.0
+        executed = 0
         try:
             while not self._stopping.is_set():
                 if time.monotonic() - scheduled_at >= self.poll_interval.total_seconds():
@@ -231,11 +250,21 @@ class Worker:
                     except Exception:
                         logger.exception("Claiming due instances failed; trying again.")
                         instances, claim, token = [], store.Claim([], 0), ""
+                        free = -1  # not known to be idle
                     for instance in instances:
                         futures.add(pool.submit(self._execute_in_pool, instance, claim, token))
+                    executed += len(instances)
                     backlog = len(instances) == free
+                    if until_idle and free == self.concurrency and not instances:
+                        # Idle: then the schedule occurrences the clock passed, as drain() does.
+                        if self.scheduler.tick():
+                            continue
+                        break
                 if backlog:
                     self._wait_for_slots(futures, batch)
+                elif until_idle:  # what ends can make more due: a parent, a buffered occurrence
+                    self._freed.wait(self._poll_wait())
+                    self._freed.clear()
                 else:
                     self._wake.wait(self._poll_wait())
                     self._wake.clear()
@@ -244,6 +273,7 @@ class Worker:
             self._shut_down(pool, futures)
             if listener is not None:
                 listener.join(2)  # it checks for the stop once a second, then closes its connection
+        return executed
 
     def _tick_schedules(self) -> None:
         """Once a poll interval: the declared schedules (once a minute) and the due occurrences."""
@@ -283,39 +313,90 @@ class Worker:
 
     def _renew_loop(self) -> None:
         interval = self.heartbeat_interval.total_seconds()
-        while not self._stopping.wait(interval):
+        # On through the shutdown timeout: an execution that stops at its next ctx call then
+        # still holds the lease it hands back.
+        wait, failures = interval, 0
+        while not self._renewals_end.wait(wait):
             try:
                 self.renew()
+                wait, failures = interval, 0
             except Exception:
-                logger.exception("Renewing leases failed; trying again.")
+                # Soon, not a heartbeat later: with the database flapping, a few failed
+                # renewals in a row would otherwise let the leases of live executions lapse.
+                failures += 1
+                wait = min(interval, 0.1 * 2 ** min(failures - 1, 10))
+                logger.exception("Renewing leases failed; trying again in %.1fs.", wait)
             finally:
                 _refresh_connections()
         connections.close_all()
 
     def renew(self) -> None:
-        """Renew the leases of every running execution in one statement; stop the lost ones."""
+        """Renew the leases of every running execution in one statement; stop the lost ones.
+
+        Never waits for a row lock: a row another transaction holds locked is renewed by a
+        thread of its own that waits for that lock (_renew_once_unlocked)."""
         with self._lock:
             running = list(self._running.values())
         if not running:
             return
         leases = [(e.instance.id, e.token) for e in running]
-        flags = store.renew(self.using, leases, clock.now() + self.lease_duration)
+        started = time.monotonic()
+        renewal = store.renew(self.using, leases, clock.now() + self.lease_duration)
         for execution in running:
-            held = flags.get(execution.instance.id)
-            if held is None:
-                execution.stop_reason = "lease-lost"
-                for step in list(execution.running_steps):
-                    step.cancelled.set()
+            if execution.instance.id in renewal.busy:
+                self._wait_for_row(execution)
             else:
-                execution.flags = held
-                if held.cancel_requested or held.terminate_requested:
-                    for step in list(execution.running_steps):
-                        step.cancelled.set()
+                _held(execution, renewal.flags.get(execution.instance.id), started)
+
+    def _wait_for_row(self, execution: Execution) -> None:
+        """Renew `execution`'s lease as soon as the transaction that holds its row lets go."""
+        with self._lock:
+            waiter = self._row_waiters.get(execution.instance.id)
+            if waiter is not None and waiter.is_alive():
+                return
+            waiter = threading.Thread(
+                target=self._renew_once_unlocked,
+                args=(execution,),
+                name=f"{self.id} renewer of {execution.instance.id}",
+                daemon=True,
+            )
+            self._row_waiters[execution.instance.id] = waiter
+        waiter.start()
+
+    def _renew_once_unlocked(self, execution: Execution) -> None:
+        # Queued behind the lock, this renewal takes the row before any claim once it is free;
+        # if the lease lapsed meanwhile, claims passed over the locked row all along.
+        started = time.monotonic()
+
+        def lease_until() -> Any:
+            nonlocal started
+            with self._lock:
+                current = self._running.get(execution.instance.id) is execution
+            if not current or self._renewals_end.is_set():
+                return None  # it ended meanwhile, or the worker stopped renewing
+            started = time.monotonic()
+            return clock.now() + self.lease_duration
+
+        try:
+            flags = store.renew_once_unlocked(
+                self.using, execution.instance.id, execution.token, lease_until
+            )
+            if not self._renewals_end.is_set():
+                _held(execution, flags, started)
+        except Exception:
+            logger.exception(
+                "Renewing the lease of instance %s once its row is unlocked failed; the next "
+                "renewal tries again.",
+                execution.instance.id,
+            )
+        finally:
+            connections.close_all()
 
     # -- stopping --------------------------------------------------------------------------------
 
     def stop(self, timeout: Duration | None = None) -> None:
-        """Stop claiming, cancel running steps, and let run() hand the instances back."""
+        """Stop claiming, cancel running steps, and let run() hand back the instances that stop
+        at their next ctx call within the shutdown timeout."""
         if timeout is not None:
             self.shutdown_timeout = parse_duration(timeout, "timeout")
         self._stopping.set()
@@ -332,19 +413,20 @@ class Worker:
         pending = {f for f in futures if not f.done()}
         if pending:
             wait(pending, timeout=self.shutdown_timeout.total_seconds())
+        # Those still inside a step keep their lease, no longer renewed: their step may still
+        # run (Python cannot stop its thread), so handing them back would run it twice at once.
+        # Once the lease expires, another worker runs them again, as after a crash.
+        self._renewals_end.set()
         with self._lock:
             left = list(self._running.values())
         self.left_behind = [execution.instance.id for execution in left]
         if left:
-            # Hand them back all the same: another worker takes them at once. Their steps'
-            # threads run on until this process exits; nothing they write reaches the store.
-            handed = [e.instance.id for e in left if _abandon(e)]
             logger.warning(
                 "Worker %s stopped with %d instance(s) still inside a step after its shutdown "
-                "timeout; handed back: %s.",
+                "timeout, left to their lease (no longer renewed): %s.",
                 self.id,
                 len(left),
-                ", ".join(handed) or "none (their leases had gone)",
+                ", ".join(self.left_behind),
             )
         # Each pool thread closes its connection before the pool lets it go.
         # (A barrier spreads the closers over every thread; one still busy keeps its own.)
@@ -358,12 +440,20 @@ class Worker:
         logger.info("Worker %s stopped.", self.id)
 
 
-def _abandon(execution: Execution) -> bool:
-    try:
-        return execution.abandon()
-    except DatabaseError:
-        logger.exception("Handing back instance %s failed.", execution.instance.id)
-        return False
+def _held(execution: Execution, flags: store.LeaseFlags | None, started: float) -> None:
+    """What a renewal that started at `started` (time.monotonic()) found for `execution`: its
+    lease and the operator's requests, or (None) that the lease is gone; either stops its
+    running steps when it must stop."""
+    if flags is None:
+        execution.stop_reason = "lease-lost"
+        for step in list(execution.running_steps):
+            step.cancelled.set()
+        return
+    execution.flags = flags
+    execution.lease_renewed(started)  # its store calls may go on trying until then
+    if flags.cancel_requested or flags.terminate_requested:
+        for step in list(execution.running_steps):
+            step.cancelled.set()
 
 
 def _duration(value: Duration | None, default: timedelta, what: str) -> timedelta:

@@ -187,16 +187,6 @@ class Execution(Runtime):
         except (errors.WorkflowInterrupt, Exception):
             logger.exception("Handing back instance %s failed.", self.instance.id)
 
-    def abandon(self) -> bool:
-        """From the worker's thread at shutdown, while this execution is still inside a step
-        (Python cannot stop the step's thread): hand the instance back all the same, as
-        _hand_back() would. Fenced by the lease token, so whatever the execution writes after
-        finds the lease gone and writes nothing; what it had not written yet (a finished gather
-        branch's result) runs again. Whether the lease was still held."""
-        now = self.now()
-        write = store.InstanceWrite(now=now, **self._handing_back(now))
-        return store.write(self.using, self.instance.id, self.token, write) is not None
-
     def _handing_back(self, now: datetime) -> dict[str, Any]:
         """The write that hands the instance back, due at once, as it stands."""
         status = (

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import operator
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -18,7 +18,7 @@ from django.db.models import Case, F, Max, Q, Value, When
 
 from ..errors import WorkflowPayloadError
 from ..models import FINISHED, JournalEntry, Signal, Status, Wait, WorkflowInstance
-from . import limits, payloads, vendor
+from . import leaselocks, limits, payloads, vendor
 
 
 @dataclass(frozen=True)
@@ -194,7 +194,9 @@ def claim(
     of_workflows = functools.reduce(
         operator.or_, (Q(workflow=name, version=version) for name, version in workflows)
     )
-    due = Q(wake_at__lte=now) & (Q(lease_until__isnull=True) | Q(lease_until__lt=now))
+    due = Q(wake_at__lte=now) & (
+        Q(lease_until__isnull=True) | (Q(lease_until__lt=now) & leaselocks.lapsed_lease_free(using))
+    )
     # Without limits, hand-written SQL on the servers (one statement on PostgreSQL, one
     # transaction on MySQL and MariaDB): the leased instances' journals can be read after it
     # commits, since nobody else writes them while leased.
@@ -286,24 +288,71 @@ def _journals(
     return journals
 
 
+@dataclass(frozen=True)
+class Renewal:
+    """What a renewal found: the flags of the leases it extended, and the instances whose rows
+    another transaction holds locked (an application's select_for_update(), a cancel() inside
+    an atomic() still open): still held, not extended this time."""
+
+    flags: dict[str, LeaseFlags]
+    busy: list[str] = field(default_factory=list)
+
+
 @vendor.retries_deadlocks
-def renew(
-    using: str, leases: list[tuple[str, str]], lease_until: datetime
-) -> dict[str, LeaseFlags]:
-    """Extend every lease still held (id, token) in one statement; return the flags of those
-    renewed. An instance missing from the result has lost its lease."""
+def renew(using: str, leases: list[tuple[str, str]], lease_until: datetime) -> Renewal:
+    """Extend every lease still held (id, token), without waiting for a row lock: a row another
+    transaction holds locked is skipped (SKIP LOCKED) and reported busy if its committed lease
+    token is still the holder's. An instance neither renewed nor busy has lost its lease.
+
+    On SQLite there are no row locks: the statement waits for the database's write lock."""
     if not leases:
-        return {}
+        return Renewal({})
     held = functools.reduce(operator.or_, (Q(pk=id, lease_token=token) for id, token in leases))
+    rows = WorkflowInstance.objects.using(using)
     with transaction.atomic(using=using):
-        WorkflowInstance.objects.using(using).filter(held).update(lease_until=lease_until)
-        rows = WorkflowInstance.objects.using(using).filter(held)
-        return {
+        vendor.take_write_lock(using)
+        locked = rows.filter(held).select_for_update(skip_locked=True)
+        ids = list(locked.values_list("id", flat=True))
+        if ids:
+            rows.filter(pk__in=ids).update(lease_until=lease_until)
+        flags = {
             id: LeaseFlags(cancel, terminate, payloads.decode_reason(id, reason))
-            for id, cancel, terminate, reason in rows.values_list(
+            for id, cancel, terminate, reason in rows.filter(pk__in=ids).values_list(
                 "id", "cancel_requested", "terminate_requested", "cancel_reason"
             )
         }
+        missing = [id for id, _ in leases if id not in flags]
+        # A plain read does not wait for the lock: it sees the row as last committed.
+        busy = rows.filter(held, pk__in=missing).values_list("id", flat=True) if missing else []
+        return Renewal(flags, sorted(busy))
+
+
+@vendor.retries_deadlocks
+def renew_once_unlocked(
+    using: str, id: str, token: str, lease_until: Callable[[], datetime | None]
+) -> LeaseFlags | None:
+    """Wait for the row lock another transaction holds on instance `id`, however long it is
+    held (no lock timeout), then extend its lease to `lease_until()`, computed once the lock is
+    taken (None: leave the lease as it is). Returns the flags, or None when the lease is gone.
+
+    Queued behind that lock, the renewal takes the row before a claim can once it is released:
+    a claim's SKIP LOCKED passes over a row whose lock another transaction waits for."""
+    rows = WorkflowInstance.objects.using(using)
+    with transaction.atomic(using=using):
+        vendor.take_write_lock(using)
+        leaselocks.await_row_lock(using, id)
+        found = (
+            rows.filter(pk=id, lease_token=token)
+            .select_for_update()
+            .values_list("cancel_requested", "terminate_requested", "cancel_reason")
+            .first()
+        )
+        if found is None:
+            return None
+        until = lease_until()
+        if until is not None:
+            rows.filter(pk=id).update(lease_until=until)
+        return LeaseFlags(found[0], found[1], payloads.decode_reason(id, found[2]))
 
 
 @vendor.retries_deadlocks

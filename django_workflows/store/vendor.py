@@ -24,6 +24,7 @@ from django.db.models.fields import AutoFieldMixin
 from django.db.models.sql import InsertQuery
 
 from ..models import StoreLock
+from .leaselocks import PG_LEASE_CLASS
 
 logger = logging.getLogger("django_workflows")
 
@@ -634,7 +635,8 @@ def _pg_claim(
     pairs = " OR ".join("(workflow = %s AND version = %s)" for _ in workflows)
     sql = (
         f"WITH picked AS (SELECT id FROM {instances} "
-        f"WHERE wake_at <= %s AND (lease_until IS NULL OR lease_until < %s) AND ({pairs}) "
+        f"WHERE wake_at <= %s AND (lease_until IS NULL OR (lease_until < %s "
+        f"AND pg_try_advisory_xact_lock(%s, hashtext(id)))) AND ({pairs}) "
         f"ORDER BY priority, wake_at, created_at, id LIMIT %s FOR UPDATE SKIP LOCKED) "
         f"UPDATE {instances} AS i SET lease_token = %s, lease_owner = %s, lease_until = %s, "
         f"runs = i.runs + 1, updated_at = %s, "
@@ -642,7 +644,7 @@ def _pg_claim(
         f"FROM picked WHERE i.id = picked.id "
         f"RETURNING {columns}, (SELECT COALESCE(MAX(id), 0) FROM {signals}) AS last_signal_id"
     )
-    params: list[Any] = [now, now]
+    params: list[Any] = [now, now, PG_LEASE_CLASS]  # see leaselocks.lapsed_lease_free
     for name, version in workflows:
         params += [name, version]
     params += [limit, token, owner, lease_until, now, Status.COMPENSATING, Status.RUNNING]

@@ -23,6 +23,8 @@ class NoNow:
     [
         ({"WORKERS": {}}, "unknown keys: WORKERS"),
         ({"WORKER": {"POLL_INTERVAL": "soon"}}, "POLL_INTERVAL"),
+        ({"WORKER": {"POLL_INTERVAL": "0s"}}, "POLL_INTERVAL"),
+        ({"WORKER": {"POLL_INTERVAL": "5ms"}}, "POLL_INTERVAL"),
         ({"WORKER": {"HEARTBEAT_INTERVAL": "40s"}}, "HEARTBEAT_INTERVAL"),
         ({"RETRY": {"attempts": 0}}, "RETRY"),
         ({"RETRY": {"tries": 3}}, "tries"),

@@ -16,7 +16,7 @@ from django.test import override_settings
 import django_workflows as wf
 from django_workflows.models import WorkflowInstance
 from django_workflows.worker import Worker
-from tests.helpers import wait_until, worker_thread
+from tests.helpers import claim_ids, wait_until, worker_thread
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -82,9 +82,8 @@ def test_runworkflows_refuses_a_lease_setting_its_heartbeat_setting_outlasts():
             call_command("runworkflows", "--once")
 
 
-def test_stop_hands_back_an_instance_still_inside_a_step_and_discards_its_late_result(define):
-    attempts = []
-    release = threading.Event()
+def stubborn_workflow(define, attempts, release):
+    """A workflow whose first attempt of its one step ignores step.cancelled until `release`."""
 
     @define("stubborn")
     def stubborn(ctx, input):
@@ -96,18 +95,47 @@ def test_stop_hands_back_an_instance_still_inside_a_step_and_discards_its_late_r
 
         return ctx.step("work", work)
 
+
+def test_stop_leaves_an_instance_still_inside_a_step_to_its_lease(define):
+    # Its step may still be running (the process goes on, as a program that embeds the worker
+    # does): handing it back would run the step twice at once. It keeps its lease, no longer
+    # renewed, and runs again only once that lease expires, as after a crash.
+    attempts: list[int] = []
+    release = threading.Event()
+    stubborn_workflow(define, attempts, release)
     wf.start("stubborn", None, id="stubborn")
-    with worker_thread(poll_interval="100ms", shutdown_timeout="200ms") as worker:
-        assert wait_until(lambda: attempts, 10)
-    assert worker.left_behind == ["stubborn"]
-    row = WorkflowInstance.objects.get(pk="stubborn")
-    assert row.status == "suspended" and row.lease_token is None
-    release.set()  # the first attempt ends late: its lease is gone, so it writes nothing
+    try:
+        options = {"poll_interval": "100ms", "shutdown_timeout": "200ms", "lease_duration": "3s"}
+        with worker_thread(**options) as worker:
+            assert wait_until(lambda: attempts, 10)
+        assert worker.left_behind == ["stubborn"]
+        row = WorkflowInstance.objects.get(pk="stubborn")
+        assert row.status == "running" and row.lease_owner == worker.id
+        assert claim_ids(["stubborn"], limit=1) == []  # still leased
+        time.sleep(1.5)  # more than a heartbeat: nothing renews it any more
+        assert WorkflowInstance.objects.get(pk="stubborn").lease_until == row.lease_until
+        assert wait_until(lambda: claim_ids(["stubborn"], limit=1, lease="0s") != [], 10)
+    finally:
+        release.set()  # the first attempt ends late: its lease is gone, so it writes nothing
     time.sleep(0.5)
-    assert row.entries.get(name="work").document["status"] == "running"
-    wf.drain()
+    assert wf.drain() == 1
     status = wf.get_status("stubborn")
     assert (status.status, status.output, attempts) == ("completed", "attempt 2", [1, 2])
+
+
+def test_a_step_that_ends_after_stop_within_its_lease_keeps_its_result(define):
+    attempts: list[int] = []
+    release = threading.Event()
+    stubborn_workflow(define, attempts, release)
+    wf.start("stubborn", None, id="stubborn")
+    options = {"poll_interval": "100ms", "shutdown_timeout": "200ms", "lease_duration": "30s"}
+    with worker_thread(**options) as worker:
+        assert wait_until(lambda: attempts, 10)
+    assert worker.left_behind == ["stubborn"]
+    release.set()  # the step ends while its lease holds: the execution writes its outcome
+    assert wait_until(lambda: wf.get_status("stubborn").status == "completed", 10)
+    assert (wf.get_status("stubborn").output, attempts) == ("attempt 1", [1])
+    assert wf.drain() == 0
 
 
 def test_runworkflows_refuses_tables_behind_the_code():

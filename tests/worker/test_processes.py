@@ -1,4 +1,5 @@
-"""Real runworkflows processes: SIGTERM hands instances back, SIGKILL loses nothing."""
+"""Real runworkflows processes: SIGTERM hands back the instances stopped at a ctx call and
+leaves those still inside a step to their lease; SIGKILL loses nothing."""
 
 from __future__ import annotations
 
@@ -91,16 +92,29 @@ def test_sigterm_hands_a_stopped_instance_back_at_once():
     assert [i.id for i in claim.instances] == ["long-1"]
 
 
-def test_sigterm_hands_back_an_instance_whose_step_outlasts_the_shutdown_timeout():
-    # The step never looks at step.cancelled: after the shutdown timeout the worker hands the
-    # instance back all the same, and the process exits instead of waiting for the step.
+def test_sigterm_leaves_an_instance_whose_step_outlasts_the_shutdown_timeout_to_its_lease():
+    # The step never looks at step.cancelled: after the shutdown timeout the process exits
+    # without waiting for the step, and the instance keeps its lease until it expires, as after
+    # a crash; nothing hands it back while its step might still run.
     input = {"seconds": 60, "stoppable": False}
     output = sigterm_in_the_first_step("stuck-1", input, shutdown_timeout="1s")
-    assert "still inside a step" in output and "handed back" in output
+    assert "still inside a step" in output and "left to their lease" in output, output
     row = WorkflowInstance.objects.get(pk="stuck-1")
-    assert row.lease_token is None and row.status == "suspended"
+    assert row.lease_token is not None and row.status == "running"
+    assert row.lease_until > datetime.now(UTC)  # the 60-second lease
     assert row.entries.get(name="charge").document["status"] == "running"  # to run again
     assert StepRun.objects.get(instance_id="stuck-1").finished is None
+    now = datetime.now(UTC)
+    claim = store.claim(
+        connection.alias,
+        owner="test",
+        token="t",
+        now=now,
+        lease_until=now,
+        limit=5,
+        workflows=[("process-order", 1)],
+    )
+    assert claim.instances == []
 
 
 def test_three_processes_share_thirty_orders_and_survive_a_sigkill():

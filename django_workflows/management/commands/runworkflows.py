@@ -9,6 +9,7 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
@@ -62,7 +63,10 @@ class Command(BaseCommand):
             raise CommandError(str(error)) from None
         _check_migrated(using)
         if options["once"]:
-            executed = self._worker(options).drain()
+            # The run loop's thread pool and batched claims, until idle (drain() runs one
+            # instance at a time, for tests).
+            worker = self._worker(options)
+            executed = self._run(worker, worker.run_until_idle)
             self.stdout.write(f"Ran {executed} execution(s).")
             return
         reload = settings.DEBUG if options["reload"] is None else options["reload"]
@@ -111,7 +115,8 @@ class Command(BaseCommand):
         finally:
             stopped.set()
 
-    def _run(self, worker: Worker) -> None:
+    def _run(self, worker: Worker, serve: Callable[[], Any] | None = None) -> Any:
+        """`serve` (worker.run by default) with SIGTERM and SIGINT stopping the worker."""
         stops = 0
 
         def stop(signum: int, frame: Any) -> None:
@@ -123,9 +128,10 @@ class Command(BaseCommand):
 
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGINT, stop)
-        worker.run()
+        result = (serve or worker.run)()
         if worker.left_behind:
             _exit_past(worker, 0)
+        return result
 
 
 def _check_migrated(using: str) -> None:
@@ -146,7 +152,8 @@ def _check_migrated(using: str) -> None:
 
 def _exit_past(worker: Worker, code: int) -> None:
     """Exit now: the interpreter would wait for the threads of steps the worker stopped waiting
-    for and handed back (Python cannot stop a thread), running them alongside their retries."""
+    for (Python cannot stop a thread). Their instances keep their leases, which expire as after
+    a crash."""
     logging.getLogger("django_workflows").info(
         "Exiting without waiting for the steps of %s.", ", ".join(worker.left_behind)
     )
