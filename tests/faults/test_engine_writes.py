@@ -74,6 +74,11 @@ def drain_in_a_thread() -> threading.Thread:
     return thread
 
 
+def finish(drainer: threading.Thread) -> None:
+    drainer.join(60)
+    assert not drainer.is_alive(), "drain() did not return"
+
+
 def attempts(id: str) -> dict[str, int]:
     return {
         name: document.get("attempt")
@@ -95,8 +100,7 @@ def test_an_interrupted_write_of_a_steps_result_is_written_again(world, fault):
         WorkflowInstance.objects.select_for_update().get(pk="o-1")
         world.go_on.set()
         interrupt_the_lock_waiter(fault)
-    drainer.join(60)
-    assert not drainer.is_alive()
+    finish(drainer)
     instance = WorkflowInstance.objects.get(pk="o-1")
     assert (instance.status, instance.output, instance.error) == ("completed", "done", None)
     assert world.ran == ["charge", "reserve"]  # no refund, each step once
@@ -118,8 +122,7 @@ def test_an_interrupted_start_of_a_child_starts_it_again(world, fault):
         world.go_on.set()
         interrupt_the_lock_waiter(fault)
         transaction.set_rollback(True)
-    drainer.join(60)
-    assert not drainer.is_alive()
+    finish(drainer)
     instance = WorkflowInstance.objects.get(pk="o-2")
     assert (instance.status, instance.output, instance.error) == ("completed", "done", None)
     assert WorkflowInstance.objects.get(pk="o-2-child").status == "completed"
@@ -137,8 +140,7 @@ def test_an_interrupted_suspension_is_recorded_again(world, fault):
         vendor.lock_signals("default", shared=False)
         world.go_on.set()
         interrupt_the_lock_waiter(fault)
-    drainer.join(60)
-    assert not drainer.is_alive()
+    finish(drainer)
     instance = WorkflowInstance.objects.get(pk="o-3")
     assert (instance.status, instance.error) == ("suspended", None)
     assert list(instance.waits.values_list("signal", "key")) == [("delivered", "o-3")]

@@ -73,12 +73,8 @@ def sigterm_in_the_first_step(id: str, input: dict[str, Any], *, shutdown_timeou
     return output
 
 
-def test_sigterm_hands_a_stopped_instance_back_at_once():
-    output = sigterm_in_the_first_step("long-1", {"seconds": 60}, shutdown_timeout="5s")
-    assert "handed back" in output
-    row = WorkflowInstance.objects.get(pk="long-1")
-    assert row.lease_token is None and row.status == "suspended"
-    # Claimable again now, not once the 60-second lease would have expired.
+def claim_now() -> list[str]:
+    """The ids a claim of process-order instances leases now."""
     now = datetime.now(UTC)
     claim = store.claim(
         connection.alias,
@@ -89,7 +85,16 @@ def test_sigterm_hands_a_stopped_instance_back_at_once():
         limit=5,
         workflows=[("process-order", 1)],
     )
-    assert [i.id for i in claim.instances] == ["long-1"]
+    return [instance.id for instance in claim.instances]
+
+
+def test_sigterm_hands_a_stopped_instance_back_at_once():
+    output = sigterm_in_the_first_step("long-1", {"seconds": 60}, shutdown_timeout="5s")
+    assert "handed back" in output
+    row = WorkflowInstance.objects.get(pk="long-1")
+    assert row.lease_token is None and row.status == "suspended"
+    # Claimable again now, not once the 60-second lease would have expired.
+    assert claim_now() == ["long-1"]
 
 
 def test_sigterm_leaves_an_instance_whose_step_outlasts_the_shutdown_timeout_to_its_lease():
@@ -104,17 +109,7 @@ def test_sigterm_leaves_an_instance_whose_step_outlasts_the_shutdown_timeout_to_
     assert row.lease_until > datetime.now(UTC)  # the 60-second lease
     assert row.entries.get(name="charge").document["status"] == "running"  # to run again
     assert StepRun.objects.get(instance_id="stuck-1").finished is None
-    now = datetime.now(UTC)
-    claim = store.claim(
-        connection.alias,
-        owner="test",
-        token="t",
-        now=now,
-        lease_until=now,
-        limit=5,
-        workflows=[("process-order", 1)],
-    )
-    assert claim.instances == []
+    assert claim_now() == []
 
 
 def test_three_processes_share_thirty_orders_and_survive_a_sigkill():
