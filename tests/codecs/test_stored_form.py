@@ -12,6 +12,7 @@ from django_workflows import codecs
 from django_workflows.codecs import AesGcmPayloadCodec
 from django_workflows.models import WorkflowInstance
 from django_workflows.store import payloads
+from django_workflows.worker import Worker
 
 pytestmark = pytest.mark.django_db
 
@@ -131,3 +132,34 @@ def test_a_ciphertext_no_codec_can_read_says_which_codec_it_needs(settings, work
     assert WorkflowInstance.objects.get(pk="sealed").input.startswith("$wf1:aes-256-gcm:")
     with pytest.raises(wf.WorkflowPayloadError, match="'aes-256-gcm'.*lists none"):
         wf.get_status("sealed")
+
+
+@pytest.mark.parametrize(
+    "stop, error", [("cancel", "WorkflowCancelledError"), ("terminate", "WorkflowTerminatedError")]
+)
+def test_a_cancel_of_an_instance_a_key_is_missing_for_waits_for_the_key_instead_of_spinning(
+    settings, workflow_clock, stop, error
+):
+    """Left alone for a minute at a time, like any instance the codec cannot read (not claimed
+    again at once for ever); the cancel or terminate takes effect once the key is back."""
+    key_b = base64.b64encode(b"B" * 32).decode()
+    use_codec(settings)
+    wf.start("wait-once", {"key": "k"}, id="locked")
+    wf.drain()
+    settings.DJANGO_WORKFLOWS = {"CODEC": AesGcmPayloadCodec(keys={"other": key_b})}
+    assert getattr(wf, stop)("locked", reason="stop it").accepted
+    # One round of a worker's loop (wf.drain() would never return if it spun)
+    worker = Worker()
+    instances, claim, token = worker._claim(1)
+    assert [instance.id for instance in instances] == ["locked"]
+    assert worker._execute(instances[0], claim, token) == "unreadable"
+    assert worker._claim(1)[0] == []  # handed back for a minute, not due again at once
+    row = WorkflowInstance.objects.get(pk="locked")
+    assert (row.status, row.lease_token, row.cancel_requested) == ("suspended", None, True)
+
+    settings.DJANGO_WORKFLOWS = {
+        "CODEC": AesGcmPayloadCodec(keys={"other": key_b, "2026-09": KEY_A}, current="other")
+    }
+    workflow_clock.advance("1m")
+    wf.drain()
+    assert wf.get_status("locked").error == {"name": error, "message": "stop it"}
