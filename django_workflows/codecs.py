@@ -6,8 +6,11 @@ that names the table, the row and the field). The store keeps an encoded value a
     $wf1:<codec id>:<what the codec returned>
 
 in the same JSON column, so nothing in the schema changes. The first codec of the CODEC setting
-encodes; every listed codec decodes what carries its id; a value without the prefix (stored
-before any codec was set) is read as it is.
+encodes; every listed codec decodes what carries its id. Strings that start with `$wf` are the
+store's: a plain string value that starts so (the application's data, whatever it holds) is
+kept with `$wf0:` in front and given back without it, so a stored value is encoded exactly when
+it starts with `$wf1:`. Any other value (stored before a codec was set, or without one) is read
+as it is.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from django.utils.module_loading import import_string
 from .errors import WorkflowPayloadError
 
 __all__ = [
+    "ESCAPE",
     "PREFIX",
     "AesGcmPayloadCodec",
     "PayloadCodec",
@@ -42,7 +46,9 @@ __all__ = [
     "is_encoded",
 ]
 
-PREFIX = "$wf1:"
+PREFIX = "$wf1:"  # an encoded value: $wf1:<codec id>:<body>
+ESCAPE = "$wf0:"  # a plain string that starts with RESERVED, kept behind this
+RESERVED = "$wf"
 _ID = re.compile(r"^[A-Za-z0-9_-]+$")
 
 
@@ -230,23 +236,39 @@ def where(*parts: Any) -> str:
 
 
 def is_encoded(stored: Any) -> bool:
+    """Whether a stored value is an encoded payload (and not the application's data)."""
     return isinstance(stored, str) and stored.startswith(PREFIX)
 
 
 def encode(value: Any, at: str) -> Any:
     """`value` as the store keeps it at `at`: encoded by the first codec, or as it is without
-    one. None stays None (an empty field says nothing)."""
+    one (a string that starts with `$wf` escaped). None stays None (an empty field says
+    nothing)."""
     codecs = configured_codecs()
-    if value is None or not codecs:
-        return value
+    if value is None:
+        return None
+    if not codecs:
+        return escape(value)
     codec = codecs[0]
     return f"{PREFIX}{codec.id}:{codec.encode(value, at)}"
 
 
+def escape(value: Any) -> Any:
+    """A plain value as stored: a string that starts with `$wf` gets `$wf0:` in front, so that
+    no data is ever taken for an encoded payload; anything else as it is."""
+    if isinstance(value, str) and value.startswith(RESERVED):
+        return ESCAPE + value
+    return value
+
+
 def decode(stored: Any, at: str) -> Any:
     """The value stored at `at`; raises WorkflowPayloadError when no listed codec can read it."""
-    if not is_encoded(stored):
-        return stored
+    if not isinstance(stored, str) or not stored.startswith(RESERVED):
+        return stored  # the common case first: a plain value
+    if stored.startswith(ESCAPE):
+        return stored[len(ESCAPE) :]
+    if not stored.startswith(PREFIX):
+        return stored  # stored before strings starting with $wf were escaped
     codec_id, colon, body = stored[len(PREFIX) :].partition(":")
     for codec in configured_codecs():
         if codec.id == codec_id:

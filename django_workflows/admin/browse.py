@@ -55,9 +55,7 @@ class SignalAdmin(ReadOnlyAdmin):
 
     @admin.display(description="payload")
     def payload_json(self, obj: Signal) -> SafeString:
-        return pretty_json(
-            decoded("payload", obj.payload, payloads.signal_at(obj.name, obj.key, obj.dedupe_id))
-        )
+        return pretty_json(decoded("payload", obj.payload, payloads.signal_at(obj)))
 
 
 class RateLimitWindowAdmin(ReadOnlyAdmin):

@@ -419,7 +419,8 @@ def _unreadable_release(instance: WorkflowInstance) -> tuple[dict[str, Any], sto
         status = Status.SUSPENDED if instance.runs > 1 else Status.PENDING
     now = clock.now()
     changes = {"status": status, "runs": max(instance.runs - 1, 0)}
-    return changes, store.Release(now + UNREADABLE_RETRY, [], instance.signal_cursor, False)
+    release = store.Release(now + UNREADABLE_RETRY, [], instance.signal_cursor, False, hold=True)
+    return changes, release
 
 
 def _log_unreadable(instance: WorkflowInstance, error: BaseException) -> None:

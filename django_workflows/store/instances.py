@@ -39,6 +39,9 @@ class Release:
     waits: list[tuple[str, str | None]]
     signal_cursor: int
     had_waits: bool = True  # False: the instance registered none before, nothing to delete
+    # True: due at wake_at even with a cancel requested (an instance left alone because the
+    # codec cannot read it: a cancel cannot run before it can be read).
+    hold: bool = False
 
 
 @dataclass
@@ -411,8 +414,8 @@ def write(using: str, id: str, token: str, write: InstanceWrite) -> LeaseFlags |
             status = changes.get("status")
             if status in FINISHED:
                 wake_at = None
-            elif (cancel_requested and status == Status.SUSPENDED) or _signal_arrived(
-                using, release
+            elif not release.hold and (
+                (cancel_requested and status == Status.SUSPENDED) or _signal_arrived(using, release)
             ):
                 wake_at = write.now
             changes.update(lease_token=None, lease_until=None, wake_at=wake_at)

@@ -1,10 +1,14 @@
 """Which stored fields hold the application's data, encoded by the CODEC setting on the way in
 and decoded on the way out. Without a codec every function here hands values through.
 
-Encoded: instances' input, output, error (all but its name), custom status and cancel reason;
-journal entries' result, progress and error; signals' payloads. Readable, because the store
-matches, filters, orders or counts on them: ids, names, versions, statuses, keys, priorities,
-links, journal entry names, times and error names.
+Encoded: instances' input, output, error, custom status and cancel reason; journal entries'
+result, progress and error; signals' payloads. Readable, because the store matches, filters,
+orders or counts on them: ids, names, versions, statuses, keys, priorities, links, journal entry
+names, times and error names (kept beside the encoded error, which holds the name too).
+
+Each payload is encoded with where it is stored (`*_at` below), which names its row and field:
+one moved to another row or field fails to decode. A signal's place names its id, known only
+once its row is inserted, so its payload is written by an UPDATE after the INSERT.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ if TYPE_CHECKING:
 INSTANCE_FIELDS = ("input", "output", "error", "custom_status", "cancel_reason")
 DOCUMENT_FIELDS = ("result", "progress", "error")
 _ERROR_DATA = "data"  # an encoded error: {"name": ..., "data": "$wf1:..."}
+_ENVELOPE = {"name", _ERROR_DATA}
 
 
 def instance_at(id: str, field: str) -> str:
@@ -32,29 +37,50 @@ def document_at(instance_id: str, name: str, field: str) -> str:
     return codecs.where("journal", instance_id, name, field)
 
 
-def signal_at(name: str, key: str | None, dedupe_id: str | None) -> str:
-    return codecs.where("signal", name, key, dedupe_id, "payload")
+def signal_at(signal: Signal) -> str:
+    """Where a signal's payload is: its row (by id) as well as its name, key and dedupe id."""
+    return codecs.where("signal", signal.pk, signal.name, signal.key, signal.dedupe_id, "payload")
 
 
 # -- values and errors ---------------------------------------------------------------------------
 
 
+def _envelope_shaped(value: Any) -> bool:
+    return isinstance(value, dict) and value.keys() == _ENVELOPE
+
+
 def encode_value(field: str, value: Any, at: str) -> Any:
-    if field == "error" and isinstance(value, dict) and codecs.configured_codecs():
-        rest = {k: v for k, v in value.items() if k != "name"}
-        return {"name": value.get("name"), _ERROR_DATA: codecs.encode(rest, at)}
+    """`value` as stored in `field` at `at`. An error with a name keeps its name readable
+    beside the encoded error, which holds the name too (so that a changed name is caught)."""
+    if field == "error" and isinstance(value, dict) and "name" in value:
+        if codecs.configured_codecs():
+            return {"name": value["name"], _ERROR_DATA: codecs.encode(value, at)}
+        if _envelope_shaped(value):  # a plain error that looks encoded: its data escaped
+            return {"name": value["name"], _ERROR_DATA: codecs.escape(value[_ERROR_DATA])}
     return codecs.encode(value, at)
 
 
 def decode_value(field: str, stored: Any, at: str) -> Any:
-    if (
-        field == "error"
-        and isinstance(stored, dict)
-        and codecs.is_encoded(stored.get(_ERROR_DATA))
-        and set(stored) == {"name", _ERROR_DATA}
-    ):
-        return {"name": stored["name"], **codecs.decode(stored[_ERROR_DATA], at)}
+    """The value stored in `field` at `at`; WorkflowPayloadError when it cannot be read."""
+    if field == "error" and _envelope_shaped(stored):
+        data = stored[_ERROR_DATA]
+        if codecs.is_encoded(data):
+            return _sealed_error(stored["name"], codecs.decode(data, at), at)
+        return {"name": stored["name"], _ERROR_DATA: codecs.decode(data, at)}
     return codecs.decode(stored, at)
+
+
+def _sealed_error(name: Any, sealed: Any, at: str) -> dict[str, Any]:
+    if not isinstance(sealed, dict):
+        raise WorkflowPayloadError(f"The error at {at} does not decode to an error.")
+    if "name" not in sealed:  # encoded by earlier versions, which left the name out
+        return {"name": name, **sealed}
+    if sealed["name"] != name:
+        raise WorkflowPayloadError(
+            f"The error at {at} reads {name!r}, but was encoded as {sealed['name']!r}: "
+            f"the error's name was changed."
+        )
+    return sealed
 
 
 # -- instances -----------------------------------------------------------------------------------
@@ -113,25 +139,30 @@ def decode_reason(id: str, stored: str | None) -> str | None:
 
 
 def encode_document(instance_id: str, name: str, document: dict[str, Any]) -> dict[str, Any]:
-    if not codecs.configured_codecs():
-        return document
-    encoded = dict(document)
+    """A journal document as stored: its payload fields encoded (the document itself when
+    nothing changes, as without a codec but for strings that start with `$wf`)."""
+    encoded = None
     for field in DOCUMENT_FIELDS:
-        if encoded.get(field) is not None:
-            at = document_at(instance_id, name, field)
-            encoded[field] = encode_value(field, encoded[field], at)
-    return encoded
+        value = document.get(field)
+        if value is not None:
+            stored = encode_value(field, value, document_at(instance_id, name, field))
+            if stored is not value:
+                encoded = encoded or dict(document)
+                encoded[field] = stored
+    return document if encoded is None else encoded
 
 
 def decode_document(instance_id: str, name: str, document: dict[str, Any]) -> dict[str, Any]:
+    """A stored journal document with its payload fields decoded (WorkflowPayloadError when
+    one cannot be read)."""
     decoded = None
     for field in DOCUMENT_FIELDS:
         stored = document.get(field)
-        if codecs.is_encoded(stored) or (
-            isinstance(stored, dict) and codecs.is_encoded(stored.get(_ERROR_DATA))
-        ):
-            decoded = decoded or dict(document)
-            decoded[field] = decode_value(field, stored, document_at(instance_id, name, field))
+        if stored is not None:
+            value = decode_value(field, stored, document_at(instance_id, name, field))
+            if value is not stored:
+                decoded = decoded or dict(document)
+                decoded[field] = value
     return document if decoded is None else decoded
 
 
@@ -148,8 +179,6 @@ def decode_journal(
 def encode_write(id: str, write: InstanceWrite) -> InstanceWrite:
     """The lease holder's write with its payloads encoded (the signal it may record is encoded
     by record_signal)."""
-    if not codecs.configured_codecs():
-        return write
     return dataclasses.replace(
         write,
         entries=encode_entries(id, write.entries),
@@ -161,8 +190,19 @@ def encode_write(id: str, write: InstanceWrite) -> InstanceWrite:
 # -- signals -------------------------------------------------------------------------------------
 
 
+def seals_signal(payload: Any) -> bool:
+    """Whether a signal's payload is encoded, and so bound to its row's id: stored by an UPDATE
+    once the INSERT gave the row its id."""
+    return payload is not None and bool(codecs.configured_codecs())
+
+
+def encode_signal(signal: Signal, payload: Any) -> Any:
+    """The payload as stored in `signal`'s row (which has its id when seals_signal())."""
+    return codecs.encode(payload, signal_at(signal))
+
+
 def decode_signal(signal: Signal) -> Signal:
-    signal.payload = codecs.decode(
-        signal.payload, signal_at(signal.name, signal.key, signal.dedupe_id)
-    )
+    """The signal with its payload decoded; WorkflowPayloadError, naming the row, when it
+    cannot be read (changed, or swapped with another row's)."""
+    signal.payload = codecs.decode(signal.payload, signal_at(signal))
     return signal

@@ -57,15 +57,14 @@ def record_signal(
                         f"{earlier[1]!r}, not {key!r}."
                     )
                 return RecordedSignal(earlier[0], 0, False, earlier[1])
-        signal = Signal.objects.using(using).create(
-            name=name,
-            key=key,
-            dedupe_id=dedupe_id,
-            payload=payloads.encode_value(
-                "payload", payload, payloads.signal_at(name, key, dedupe_id)
-            ),
-            created_at=now,
-        )
+        signal = Signal(name=name, key=key, dedupe_id=dedupe_id, created_at=now)
+        sealed = payloads.seals_signal(payload)
+        if not sealed:
+            signal.payload = payloads.encode_signal(signal, payload)
+        signal.save(using=using, force_insert=True)
+        if sealed:  # bound to the row's id, which the INSERT just gave it
+            signal.payload = payloads.encode_signal(signal, payload)
+            Signal.objects.using(using).filter(pk=signal.pk).update(payload=signal.payload)
         waiting = Wait.objects.using(using).filter(signal=name)
         waiting = waiting.filter(key=key) if key is not None else waiting.filter(key__isnull=True)
         woken = (

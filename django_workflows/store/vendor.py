@@ -390,7 +390,7 @@ def _changes(write: Any) -> tuple[dict[str, Any], Any]:
         changes.update(lease_token=None, lease_until=None)
         if status in FINISHED:
             changes["wake_at"] = None
-        elif status == Status.SUSPENDED:
+        elif status == Status.SUSPENDED and not release.hold:
             wake_at = release.wake_at
         else:
             changes["wake_at"] = release.wake_at
