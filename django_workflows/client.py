@@ -25,7 +25,7 @@ from .errors import (
     WorkflowNotFoundError,
     WorkflowResultTimeoutError,
 )
-from .jsonvalues import MAX_MESSAGE, check_text, to_json
+from .jsonvalues import MAX_MESSAGE, check_text
 from .models import KEY_LENGTH, Status, WorkflowInstance
 from .registry import registry
 from .results import (
@@ -39,6 +39,7 @@ from .results import (
 from .store import instances as store
 from .store import payloads, vendor
 from .store.signals import record_signal
+from .store.values import to_json
 
 
 def check_key(what: str, value: str | None, using: str, max_length: int = KEY_LENGTH) -> None:

@@ -55,14 +55,12 @@ class ForeignKey:
 
 def key_columns(models: Iterable[Any]) -> set[tuple[str, str]]:
     """(table, column) of each id, name and key column of `models`: their KeyFields, and their
-    foreign keys to a KeyField."""
-    from .models import KeyField
-
+    foreign keys to a KeyField (models.KeyField, marked `exact_key`)."""
     found = set()
     for model in models:
         for field in model._meta.local_fields:
             target = field.target_field if field.many_to_one else field
-            if isinstance(target, KeyField):
+            if getattr(target, "exact_key", False):
                 found.add((model._meta.db_table, field.column))
     return found
 

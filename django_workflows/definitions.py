@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from .durations import Duration, parse_duration
+from .jsonvalues import to_json
 
 _UNSET: Any = object()
 JITTERS = ("none", "full", "equal")
@@ -179,8 +180,6 @@ class Schedule:
         except ValueError as error:
             raise ValueError(f"Schedule {self.id!r}: {error}") from None
         if not callable(self.input):
-            from .jsonvalues import to_json
-
             to_json(self.input, f"The input of schedule {self.id!r}")
 
 

@@ -18,19 +18,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.db import connections
-
 MAX_DEPTH = 20
 """How deep lists and dicts may nest in a stored value. MariaDB refuses a JSON document nested
 32 deep; the engine keeps a value inside documents of its own (a journal entry, a child's end),
 at most a few levels deeper, so 20 holds on every database."""
-
-MAX_BYTES = {"postgresql": 255 * 1024 * 1024, "sqlite": 1_000_000_000}
-"""The most JSON, in bytes, one value may take: PostgreSQL's jsonb holds at most 255 MiB,
-SQLite a string of a billion bytes; MariaDB and MySQL take what max_allowed_packet allows."""
-
-PACKET_MARGIN = 64 * 1024
-"""Room left in a MariaDB/MySQL packet for the rest of the statement around a value."""
 
 
 _SCALARS = {int, float, bool, type(None)}
@@ -40,19 +31,16 @@ class UnstorableValueError(ValueError):
     """A JSON value that no write could store: retrying what made it cannot help."""
 
 
-def to_json(value: Any, what: str, *, using: str | None = None) -> Any:
-    """`value` in its JSON form (a tuple becomes a list), checked to be storable.
+def to_json(value: Any, what: str, *, nul: bool = False) -> Any:
+    """`value` in its JSON form (a tuple becomes a list), checked to be storable anywhere: the
+    store's `values.to_json` adds what a given database takes.
 
-    Raises TypeError naming `what` if it is not JSON, UnstorableValueError (a
-    ValueError) naming it and where in it the problem is for a lone surrogate, a NUL on
-    PostgreSQL, nesting deeper than MAX_DEPTH, or more bytes than the database `using` takes.
+    Raises TypeError naming `what` if it is not JSON, UnstorableValueError (a ValueError)
+    naming it and where in it the problem is for a lone surrogate (with `nul`, a NUL too) or
+    nesting deeper than MAX_DEPTH.
     """
-    vendor = connections[using].vendor if using is not None else None
-    check_value(value, what, nul=vendor == "postgresql")
-    text = dumps(value, what)
-    if using is not None:
-        check_size(text, what, using)
-    return json.loads(text)
+    check_value(value, what, nul=nul)
+    return json.loads(dumps(value, what))
 
 
 def check_value(value: Any, what: str, *, nul: bool = False) -> None:
@@ -131,31 +119,6 @@ def dumps(value: Any, what: str) -> str:
         raise TypeError(
             f"{what} must be a JSON value (dict, list, str, int, float, bool or None): {error}."
         ) from None
-
-
-def check_size(text: str, what: str, using: str) -> None:
-    """Refuse JSON text larger than the database `using` takes in one value, with
-    UnstorableValueError naming `what`, the size and the limit."""
-    from . import codecs
-    from .store import vendor
-
-    packet = vendor.max_allowed_packet(using)
-    if packet is not None:
-        # The driver sends the text as an escaped SQL literal: a quote or backslash takes two.
-        length = len(text) + text.count("\\") + text.count('"') + text.count("'")
-        if codecs.configured_codecs():  # stored encrypted: base64 of at most its UTF-8 form
-            length = max(length, len(text) * 4 // 3 + 1024)
-        limit = packet - PACKET_MARGIN
-        why = (
-            f"the server's max_allowed_packet takes ({packet} bytes, less {PACKET_MARGIN} for "
-            f"the rest of the statement)"
-        )
-    else:
-        length = len(text)
-        limit = MAX_BYTES.get(connections[using].vendor, MAX_BYTES["sqlite"])
-        why = f"{connections[using].display_name} stores in one value ({limit} bytes)"
-    if length > limit:
-        raise UnstorableValueError(f"{what} takes {length} bytes as JSON, more than {why}.")
 
 
 def size(value: Any) -> int:

@@ -36,6 +36,8 @@ class KeyField(models.CharField):
     """An id, name or key: compared exactly, also on MySQL and MariaDB, whose default
     collations ignore case, and whose `utf8mb4_bin` ignores trailing spaces (see collations)."""
 
+    exact_key = True  # what collations.key_columns looks for
+
     def db_parameters(self, connection: Any) -> dict[str, Any]:
         parameters = super().db_parameters(connection)
         collation = exact_collation(connection)

@@ -18,12 +18,12 @@ from .definitions import Schedule, Workflow, check_schedule_id, check_schedule_o
 from .durations import Duration
 from .engine import occurrences
 from .errors import WorkflowNotFoundError, WorkflowStateError
-from .jsonvalues import to_json
 from .models import Status, WorkflowSchedule
 from .registry import registry
 from .results import StartResult
 from .scheduler import State, declared_in_code, next_wake, spec_of, start_occurrence, timing_of
 from .store import schedules as store
+from .store.values import to_json
 
 __all__ = [
     "ScheduleStatus",

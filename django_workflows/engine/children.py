@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 from .. import errors
 from ..durations import Duration
-from ..jsonvalues import to_json
 from ..models import KEY_LENGTH, UNFINISHED, Status, WorkflowInstance
 from ..registry import registry
 from . import journal
@@ -64,7 +63,7 @@ def start_child(
     if entry is not None and entry["status"] == journal.COMPLETED:
         return ChildHandle(id, entry["result"]["workflow"], ctx)
     x.check_interrupts(name, entry)
-    value = to_json(input, f'The input of child workflow "{definition.name}"', using=x.using)
+    value = x.to_json(input, f'The input of child workflow "{definition.name}"')
     inherited = priority if priority is not None else (x.instance.priority or None)
     now = x.now()
     x.store_call(

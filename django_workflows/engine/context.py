@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from .. import errors
 from ..definitions import ScheduleOccurrence, WorkflowSignal
 from ..durations import Duration, parse_duration
-from ..jsonvalues import size, to_json
+from ..jsonvalues import size
 from ..models import JOURNAL_NAME_LENGTH, KEY_LENGTH
 from ..results import WaitOutcome
 from . import journal
@@ -148,9 +148,7 @@ class StepContext:
         """Journal a checkpoint (the next attempt gets it as `progress`) and renew heartbeat_timeout."""
         self.last_beat = time.monotonic()
         if progress is not None:
-            progress = to_json(
-                progress, f'The progress of step "{self._name}"', using=self._execution.using
-            )
+            progress = self._execution.to_json(progress, f'The progress of step "{self._name}"')
             self.progress = progress
             self._execution.checkpoint(self._entry_name, progress)
 
@@ -445,7 +443,7 @@ class WorkflowContext:
 
     def set_status(self, value: Any) -> None:
         """Set the custom status (JSON, at most 16 KiB; None clears it), written with the next write."""
-        value = to_json(value, "The custom status", using=self._x.using)
+        value = self._x.to_json(value, "The custom status")
         if size(value) > CUSTOM_STATUS_LIMIT:
             raise TypeError("The custom status takes more than 16 KiB as JSON.")
         self._x.set_custom_status(value)

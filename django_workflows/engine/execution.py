@@ -9,7 +9,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from .. import clock, errors, wakeups
-from ..jsonvalues import to_json
 from ..models import Status, WorkflowInstance
 from ..retries import default_retry
 from ..store import instances as store
@@ -123,7 +122,7 @@ class Execution(Runtime):
         if self.flags.terminate_requested or self.flags.cancel_requested:
             return self._undo(self._cancel_error(self.flags.terminate_requested))
         try:
-            output = to_json(output, "The workflow's output", using=self.using)
+            output = self.to_json(output, "The workflow's output")
         except (TypeError, ValueError) as error:
             return self._undo(error)
         return self._finish(Status.COMPLETED, output=output)

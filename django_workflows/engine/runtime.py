@@ -25,6 +25,7 @@ from ..jsonvalues import check_text, size
 from ..models import JOURNAL_NAME_LENGTH, WorkflowInstance
 from ..store import instances as store
 from ..store.signals import signals_for
+from ..store.values import to_json
 from . import journal
 from .context import StepContext, TimerCondition
 from .faults import call_store
@@ -431,6 +432,11 @@ class Runtime:
         """A store call on the execution's thread, run again after a database fault
         (faults.call_store): never the workflow's error."""
         return self._on_owner(lambda: call_store(self, fn, what))
+
+    def to_json(self, value: Any, what: str) -> Any:
+        """`value` in its JSON form, checked to be storable here (store.values.to_json); the
+        size check's read of the server's limits is a store call like any other."""
+        return self.store_call(lambda: to_json(value, what, using=self.using), "a size check")
 
     def _on_owner(self, fn: Callable[[], Any]) -> Any:
         """Run `fn` on the execution's thread, whose connection the execution uses: gather

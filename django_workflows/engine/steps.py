@@ -13,7 +13,7 @@ from typing import Any
 from django.db import connections
 
 from .. import errors
-from ..jsonvalues import UnstorableValueError, to_json
+from ..jsonvalues import UnstorableValueError
 from ..retries import default_retry
 from . import journal
 from .context import StepContext, running_step
@@ -95,7 +95,7 @@ def run_step(
             try:
                 call: Callable[[], Any] = lambda step=step: fn(step)  # type: ignore[misc]  # noqa: E731
                 result = invoke(x, step, call, timeout, heartbeat_timeout)
-                result = to_json(result, f'The result of step "{name}"', using=x.using)
+                result = x.to_json(result, f'The result of step "{name}"')
             except BaseException as error:
                 if isinstance(error, errors.WorkflowInterrupt):
                     raise

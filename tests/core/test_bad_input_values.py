@@ -16,13 +16,14 @@ import pytest
 from django.db import connection
 
 import django_workflows as wf
-from django_workflows.jsonvalues import MAX_DEPTH, PACKET_MARGIN
+from django_workflows.jsonvalues import MAX_DEPTH
 from django_workflows.models import (
     JournalEntry,
     Signal,
     WorkflowInstance,
     WorkflowSchedule,
 )
+from django_workflows.store.values import PACKET_MARGIN
 
 pytestmark = pytest.mark.django_db
 

@@ -59,7 +59,10 @@ def test_every_instance_completes_through_a_connection_kill_storm(tmp_path):
             worker.kill()
     assert kills > 100  # the storm reached the worker
     statuses = dict(WorkflowInstance.objects.values_list("id", "status"))
-    assert statuses == {id: "completed" for id in ids}, log.read_text()[-5000:]
+    unfinished = WorkflowInstance.objects.exclude(status="completed")
+    assert statuses == {id: "completed" for id in ids}, list(
+        unfinished.values_list("id", "status", "error")[:3]
+    )
     runs: dict[tuple[str, str], list[float]] = {}
     for line in notes.read_text().splitlines():
         instance_id, what, at = line.split()
