@@ -105,7 +105,7 @@ def test_a_worker_logs_a_steps_system_exit_and_releases_the_instance(escaping, c
 def test_ctx_from_a_thread_the_workflow_started_fails_it_as_a_definition_error(escaping):
     wf.start("foreign-thread", None, id="foreign")
     wf.drain()
-    instance = WorkflowInstance.objects.get(pk="foreign")
+    instance = wf.get_status("foreign")
     assert instance.status == "failed"
     assert instance.error["name"] == "WorkflowDefinitionError"
     assert "thread" in instance.error["message"]
@@ -114,7 +114,7 @@ def test_ctx_from_a_thread_the_workflow_started_fails_it_as_a_definition_error(e
 def test_a_step_function_that_takes_no_argument_fails_at_once_naming_it(escaping):
     wf.start("no-argument", None, id="no-arg")
     wf.drain()
-    instance = WorkflowInstance.objects.get(pk="no-arg")
+    instance = wf.get_status("no-arg")
     assert instance.status == "failed"
     assert instance.error["name"] == "WorkflowDefinitionError"
     assert "lambda step: ..." in instance.error["message"]
@@ -126,6 +126,6 @@ def test_ctx_inside_a_step_that_runs_in_a_thread_of_its_own_is_named_as_inside_a
     # of the workflow's.
     wf.start("ctx-in-a-timed-step", None, id="timed-ctx")
     wf.drain()
-    instance = WorkflowInstance.objects.get(pk="timed-ctx")
+    instance = wf.get_status("timed-ctx")
     assert (instance.status, instance.error["name"]) == ("failed", "WorkflowDefinitionError")
     assert "inside a step's function" in instance.error["message"]
