@@ -312,6 +312,7 @@ def renew(using: str, leases: list[tuple[str, str]], lease_until: datetime) -> R
         return Renewal({})
     held = functools.reduce(operator.or_, (Q(pk=id, lease_token=token) for id, token in leases))
     rows = WorkflowInstance.objects.using(using)
+    vendor.read_committed_next(using)
     with transaction.atomic(using=using):
         vendor.take_write_lock(using)
         locked = rows.filter(held).select_for_update(skip_locked=True)

@@ -221,6 +221,16 @@ def upsert_kwargs(using: str, unique_fields: list[str], update_fields: list[str]
     return kwargs
 
 
+def read_committed_next(using: str) -> None:
+    """On MySQL and MariaDB outside a transaction, run the next one under READ COMMITTED,
+    whatever the session's level: under REPEATABLE READ (their default) a locking read keeps
+    the locks of every row it scanned, and a consistent read sees the transaction's snapshot."""
+    connection = connections[using]
+    if connection.vendor == "mysql" and not connection.in_atomic_block:
+        with connection.cursor() as cursor:
+            cursor.execute("SET TRANSACTION ISOLATION LEVEL READ COMMITTED")
+
+
 def transaction_isolation(using: str) -> str | None:
     """The isolation level of the current transaction on PostgreSQL, else None."""
     connection = connections[using]
