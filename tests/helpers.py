@@ -25,7 +25,8 @@ def worker_thread(**options: Any) -> Iterator[Any]:
         finally:
             connections.close_all()
 
-    thread = threading.Thread(target=run, name="test-worker")
+    # A daemon: a worker that a failed test leaves running must not keep the run from ending.
+    thread = threading.Thread(target=run, name="test-worker", daemon=True)
     thread.start()
     try:
         yield worker
