@@ -6,7 +6,11 @@ import threading
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from django.core.signals import setting_changed
+from django.dispatch import receiver
 from django.utils.module_loading import import_string
+
+from .conf import SETTING, get_settings
 
 
 class Clock(Protocol):
@@ -37,9 +41,16 @@ def set_override(clock: Clock | None) -> None:
 
 
 def reset() -> None:
+    """Forget the CLOCK setting's clock, so the next get_clock() reads the setting again."""
     global _configured
     with _lock:
         _configured = None
+
+
+@receiver(setting_changed)
+def _reload(*, setting: str, **kwargs: Any) -> None:
+    if setting == SETTING:
+        reset()
 
 
 def get_clock() -> Clock:
@@ -48,8 +59,6 @@ def get_clock() -> Clock:
     if _override:
         return _override[-1]
     if _configured is None:
-        from .conf import get_settings
-
         configured: Any = get_settings().clock
         if isinstance(configured, str):
             configured = import_string(configured)

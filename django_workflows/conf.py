@@ -125,9 +125,7 @@ def database_alias(using: str | None = None) -> str:
 
 @receiver(setting_changed)
 def _reload(*, setting: str, **kwargs: Any) -> None:
+    # Modules that cache something read from the setting (clock, retries, codecs) clear their
+    # own cache on this same signal: this module imports none of them.
     if setting == SETTING:
         get_settings.cache_clear()
-        from . import clock, retries
-
-        clock.reset()
-        retries.default_retry.cache_clear()

@@ -9,6 +9,10 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from django.core.signals import setting_changed
+from django.dispatch import receiver
+
+from .conf import SETTING, get_settings
 from .definitions import Retry
 from .durations import parse_duration
 from .errors import NonRetryableStepError
@@ -77,6 +81,10 @@ def _replace(policy: RetryPolicy, fields: dict[str, Any]) -> RetryPolicy:
 @functools.cache
 def default_retry() -> RetryPolicy:
     """The RETRY setting over the built-in default (3 attempts, 1s doubling up to 5m)."""
-    from .conf import get_settings
-
     return RetryPolicy().merged(get_settings().retry, "DJANGO_WORKFLOWS['RETRY']")
+
+
+@receiver(setting_changed)
+def _reload(*, setting: str, **kwargs: Any) -> None:
+    if setting == SETTING:
+        default_retry.cache_clear()
