@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .definitions import Concurrency, RateLimit, Retry, Schedule, WorkflowSignal, workflow
+from .definitions import Concurrency, RateLimit, Retry, Schedule, WorkflowSignal
 from .errors import (
     ChildWorkflowFailedError,
     NonRetryableStepError,
@@ -26,6 +26,7 @@ from .errors import (
     WorkflowTerminatedError,
     WorkflowTimeoutError,
 )
+from .registry import workflow
 
 __all__ = [
     "CancelResult",

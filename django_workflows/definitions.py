@@ -1,9 +1,10 @@
-"""What workflow code declares: @workflow, Retry, Concurrency, RateLimit, Schedule, WorkflowSignal."""
+"""What workflow code declares: the Workflow definition, Retry, Concurrency, RateLimit, Schedule,
+WorkflowSignal (the @workflow decorator that registers a definition lives in registry.py)."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -227,70 +228,3 @@ class Workflow:
     def key_rate_limits(self) -> bool:
         """Whether a rate limit has a key."""
         return any(limit.key is not None for limit in self.rate_limit)
-
-
-def _as_tuple(value: Any, kind: type) -> tuple[Any, ...]:
-    if value is None:
-        return ()
-    values = tuple(value) if isinstance(value, list | tuple) else (value,)
-    for item in values:
-        if not isinstance(item, kind):
-            raise ValueError(f"Expected {kind.__name__} objects, got {item!r}.")
-    if len([v for v in values if v.key is None]) > 1 or len([v for v in values if v.key]) > 1:
-        raise ValueError(f"Give at most one {kind.__name__} without a key and one with a key.")
-    return values
-
-
-def workflow(
-    name: str,
-    *,
-    version: int = 1,
-    timeout: Duration | None = None,
-    concurrency: Concurrency | Sequence[Concurrency] | None = None,
-    rate_limit: RateLimit | Sequence[RateLimit] | None = None,
-    schedules: Sequence[Schedule] = (),
-) -> Callable[[Any], Workflow]:
-    """Register a function `(ctx, input)`, or a class with `run(self, ctx, input)`, as a workflow."""
-    if not isinstance(name, str) or not name:
-        raise ValueError("A workflow needs a non-empty name.")
-    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-        raise ValueError(f"Workflow {name!r}: version must be a positive integer, not {version!r}.")
-    run_timeout = None if timeout is None else parse_duration(timeout, f"Workflow {name!r} timeout")
-    limits = _as_tuple(concurrency, Concurrency)
-    rates = _as_tuple(rate_limit, RateLimit)
-    for schedule in schedules:
-        if not isinstance(schedule, Schedule):
-            raise ValueError(
-                f"Workflow {name!r}: schedules takes Schedule objects, got {schedule!r}."
-            )
-
-    def decorate(target: Any) -> Workflow:
-        if isinstance(target, type):
-            runner = target()
-            if not callable(getattr(runner, "run", None)):
-                raise ValueError(
-                    f"Workflow {name!r}: the class {target.__name__} needs a run(ctx, input) method."
-                )
-            run = runner.run
-        elif callable(target):
-            run = target
-        else:
-            raise ValueError(
-                f"@workflow({name!r}) decorates a function or a class, not {target!r}."
-            )
-        definition = Workflow(
-            name=name,
-            version=version,
-            run=run,
-            timeout=run_timeout,
-            concurrency=limits,
-            rate_limit=rates,
-            schedules=tuple(schedules),
-            target=target,
-        )
-        from .registry import registry
-
-        registry.register(definition)
-        return definition
-
-    return decorate
