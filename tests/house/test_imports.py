@@ -21,21 +21,29 @@ from tests.house.imports import (
 PACKAGE = Path(__file__).resolve().parents[2] / "django_workflows"
 
 # Layer (a module, or a package with everything in it) -> what its modules may not import.
+# docs/discussions/architecture.md says why; change the two together.
 MAY_NOT_IMPORT = {
-    # The engine runs one execution; the client and the worker call it, never the other way.
+    # The engine runs one execution of one instance; the client, the worker, the schedules and
+    # the operations call it, never the other way.
     "django_workflows.engine": (
         "django_workflows.client",
-        "django_workflows.admin",
+        "django_workflows.operations",
         "django_workflows.worker",
+        "django_workflows.schedules",
+        "django_workflows.admin",
         "django_workflows.management",
     ),
-    # The store writes workflow state and knows nothing of workflow code or its callers.
+    # The store writes workflow state and knows nothing of workflow code or of its callers.
     "django_workflows.store": (
         "django_workflows.engine",
+        "django_workflows.registry",
+        "django_workflows.instances",
         "django_workflows.client",
+        "django_workflows.operations",
         "django_workflows.worker",
-        "django_workflows.admin",
         "django_workflows.schedules",
+        "django_workflows.admin",
+        "django_workflows.management",
     ),
 }
 VENDORS_LIVE_IN = "django_workflows/store/backends/"
