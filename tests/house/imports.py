@@ -1,7 +1,7 @@
 """The house's import graph, read from the source with `ast` (nothing is imported), and the checks
 the guard tests make on it: circles, forbidden imports, vendor tests, module sizes.
 
-The graph follows /work/shared/tools/house.py's reading, so the test and the tool agree:
+The graph is read as the project's house check (house.py) reads it, so the two agree:
 - an import inside a function counts (it still runs, it only runs later); an import under
   `if TYPE_CHECKING:` does not (it never runs);
 - `from .x import y` imports `x`, and `x.y` too when that is a module;
