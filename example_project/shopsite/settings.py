@@ -61,7 +61,8 @@ def database_from_environment() -> dict[str, Any]:
     """SQLite next to this project; DB=postgres or DB=mysql picks a server instead.
 
     The servers take DB_HOST (127.0.0.1), DB_PORT (5432 / 3306), DB_USER, DB_PASSWORD and
-    DB_NAME (all three "workflows"), as the test suite's settings do.
+    DB_NAME (all three "workflows"), as the test suite's settings do; the shop's test database is
+    test_shop_<DB_NAME>.
     """
     vendor = os.environ.get("DB", "sqlite") or "sqlite"
     if vendor == "sqlite":
@@ -83,12 +84,14 @@ def database_from_environment() -> dict[str, Any]:
         "PASSWORD": os.environ.get("DB_PASSWORD", "workflows"),
         "NAME": os.environ.get("DB_NAME", "workflows"),
     }
+    # Not the test suite's test_<DB_NAME>: the two runs may share a server. Named after DB_NAME
+    # too, so that runs from two checkouts with their own DB_NAME do not share one.
+    test_name = f"test_shop_{server['NAME']}"
     if vendor == "postgres":
         return {
             "ENGINE": "django.db.backends.postgresql",
             "PORT": os.environ.get("DB_PORT", "5432"),
-            # Not the test suite's test_workflows: the two runs may share a server.
-            "TEST": {"NAME": "test_shop"},
+            "TEST": {"NAME": test_name},
             **server,
         }
     if vendor == "mysql":
@@ -96,7 +99,7 @@ def database_from_environment() -> dict[str, Any]:
             "ENGINE": "django.db.backends.mysql",
             "PORT": os.environ.get("DB_PORT", "3306"),
             "OPTIONS": {"charset": "utf8mb4"},
-            "TEST": {"NAME": "test_shop", "CHARSET": "utf8mb4", "COLLATION": "utf8mb4_bin"},
+            "TEST": {"NAME": test_name, "CHARSET": "utf8mb4", "COLLATION": "utf8mb4_bin"},
             **server,
         }
     raise ImproperlyConfigured(f"DB={vendor!r}: expected 'sqlite', 'postgres' or 'mysql'.")
