@@ -1,5 +1,6 @@
-"""Schedules at runtime: `upsert()` the ones that aren't in the code (one per customer, say),
-`pause()`, `resume()`, `trigger()`, `preview()`, and read any of them with `get()` and `list()`.
+"""The public schedules API (`django_workflows.schedules`): `upsert()` the schedules that aren't
+in the code (one per customer, say), `pause()`, `resume()`, `trigger()`, `preview()`, and read
+any of them with `get()` and `list()`.
 
 Declared schedules (`@workflow(schedules=[Schedule(...)])`) belong to the code: `upsert()` and
 `remove()` refuse them. Each function takes `using=` like the rest of the client.
@@ -12,18 +13,18 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from . import clock
-from .conf import database_alias
-from .definitions import Schedule, Workflow, check_schedule_id, check_schedule_options
-from .durations import Duration
-from .engine import occurrences
-from .errors import WorkflowNotFoundError, WorkflowStateError
-from .models import Status, WorkflowSchedule
-from .registry import registry
-from .results import StartResult
-from .scheduler import State, declared_in_code, next_wake, spec_of, start_occurrence, timing_of
-from .store import schedules as store
-from .store.values import to_json
+from .. import clock
+from ..conf import database_alias
+from ..definitions import Schedule, Workflow, check_schedule_id, check_schedule_options
+from ..durations import Duration
+from ..engine import occurrences
+from ..errors import WorkflowNotFoundError, WorkflowStateError
+from ..models import Status, WorkflowSchedule
+from ..registry import registry
+from ..results import StartResult
+from ..scheduler import State, declared_in_code, next_wake, spec_of, start_occurrence, timing_of
+from ..store import schedules as store
+from ..store.values import to_json
 
 __all__ = [
     "ScheduleStatus",
@@ -210,7 +211,7 @@ def list(
     using: str | None = None,
 ) -> builtins.list[ScheduleStatus]:
     """The schedules (of `workflow`, when given), by id; a page of them."""
-    from .client import check_page
+    from ..client import check_page
 
     check_page(limit, offset)
     name = workflow.name if isinstance(workflow, Workflow) else workflow
@@ -275,7 +276,7 @@ def trigger(id: str, *, using: str | None = None) -> StartResult:
     """Start an occurrence now, whatever `overlap` says and even while the schedule is paused,
     with now as its time. Needs a process that registers the schedule's workflow (and version,
     when the schedule pins one): raises WorkflowNotFoundError otherwise."""
-    from .client import get_status
+    from ..client import get_status
 
     using = database_alias(using)
     schedule = store.decoded(_stored(using, id))
