@@ -19,12 +19,13 @@ from typing import Any
 
 from . import clock
 from .definitions import Schedule, ScheduleOccurrence, Workflow
-from .engine import occurrences
-from .engine.occurrences import Timing
 from .errors import WorkflowError, WorkflowIdConflictError, WorkflowPayloadError
 from .events import emit
 from .models import UNFINISHED, WorkflowInstance, WorkflowSchedule
 from .registry import registry
+from .schedules import timing as occurrences
+from .schedules.ids import occurrence_id
+from .schedules.timing import Timing
 from .store import schedules as store
 
 logger = logging.getLogger("django_workflows")
@@ -284,7 +285,7 @@ def start_occurrence(
     if declaration is None and schedule.declared:
         found = declared_in_code().get(schedule.pk)
         declaration = found[1] if found is not None else None
-    id = occurrences.occurrence_id(schedule.pk, at)
+    id = occurrence_id(schedule.pk, at)
     input = schedule.input
     if declaration is not None and callable(declaration.input):
         input = declaration.input(ScheduleOccurrence(schedule.pk, at))
@@ -468,7 +469,7 @@ class Scheduler:
         running = list(
             WorkflowInstance.objects.using(self.using)
             .filter(schedule_id=schedule.pk, status__in=UNFINISHED)
-            .exclude(pk=occurrences.occurrence_id(schedule.pk, at))
+            .exclude(pk=occurrence_id(schedule.pk, at))
             .values_list("id", flat=True)
         )
         if not running:
@@ -488,7 +489,7 @@ class Scheduler:
                 cancel(
                     id,
                     reason=f"Cancelled by schedule {schedule.pk!r}: its next occurrence "
-                    f"({occurrences.occurrence_id(schedule.pk, at)}) started.",
+                    f"({occurrence_id(schedule.pk, at)}) started.",
                     using=self.using,
                 )
             except WorkflowError:

@@ -17,7 +17,6 @@ from .. import clock
 from ..conf import database_alias
 from ..definitions import Schedule, Workflow, check_schedule_id, check_schedule_options
 from ..durations import Duration
-from ..engine import occurrences
 from ..errors import WorkflowNotFoundError, WorkflowStateError
 from ..models import Status, WorkflowSchedule
 from ..registry import registry
@@ -25,6 +24,7 @@ from ..results import StartResult
 from ..scheduler import State, declared_in_code, next_wake, spec_of, start_occurrence, timing_of
 from ..store import schedules as store
 from ..store.values import to_json
+from . import timing as timings
 
 __all__ = [
     "ScheduleStatus",
@@ -72,7 +72,7 @@ def _status(schedule: WorkflowSchedule) -> ScheduleStatus:
     state = State.of(schedule)
     next_at = None
     if not schedule.paused and not (spec.get("limit") is not None and state.runs >= spec["limit"]):
-        next_at = occurrences.next_after(timing, state.cursor)
+        next_at = timings.next_after(timing, state.cursor)
     return ScheduleStatus(
         id=schedule.pk,
         workflow=schedule.workflow,
@@ -145,7 +145,7 @@ def upsert(
                 f"change it there."
             )
         try:
-            timing = occurrences.timing(
+            timing = timings.timing(
                 cron=cron,
                 every=every,
                 rrule=rrule,
@@ -181,9 +181,7 @@ def upsert(
     raise WorkflowStateError(f"Schedule {id!r} kept changing while it was being saved.")
 
 
-def _keep_anchor(
-    timing: occurrences.Timing, existing: WorkflowSchedule | None
-) -> occurrences.Timing:
+def _keep_anchor(timing: timings.Timing, existing: WorkflowSchedule | None) -> timings.Timing:
     """An rrule without start_at counts from its first save while the rule and its time zone
     stay the same, so "every 4 weeks" keeps its weeks when only the input or options change."""
     stored = (existing.spec.get("timing") or {}) if existing is not None else {}
@@ -308,7 +306,7 @@ def preview(
         limit = schedule.spec.get("limit")
         if limit is not None:
             count = min(count, max(limit - state.runs, 0))
-        return occurrences.upcoming(timing_of(schedule), after, count)
+        return timings.upcoming(timing_of(schedule), after, count)
     if isinstance(id_or_spec, Schedule):
         fields = {
             name: getattr(id_or_spec, name)
@@ -320,4 +318,4 @@ def preview(
         raise TypeError(f"preview() takes a schedule id, a Schedule or a dict, not {id_or_spec!r}.")
     if fields.get("rrule") and fields.get("start_at") is None:
         fields["anchor"] = after
-    return occurrences.upcoming(occurrences.timing(**fields), after, count)
+    return timings.upcoming(timings.timing(**fields), after, count)
