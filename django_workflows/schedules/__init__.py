@@ -1,9 +1,16 @@
-"""Schedules, in one package: its public names (`django_workflows.schedules.upsert()` and the
-rest, from `api.py`) re-exported here.
+"""Schedules, in one package. Its public names (`django_workflows.schedules.upsert()` and the
+rest) are those of `api.py`, re-exported here.
 
-The public names are loaded on first use, as the package's own are: the client imports
-the occurrence ids, and `Schedule()` validates its timing, while a workflows.py loads during Django's
-setup; neither may load the API (which needs the models, and the client).
+One job a module: `timing.py` (when a Timing's occurrences fall: `every`, and wall-clock times
+across clock changes), `cron.py` (the cron parser), `rrule.py` (the RRULE parser), `ids.py` (the
+occurrences' instance ids), `state.py` (a schedule row's spec and state), `declared.py` (the
+schedules declared in code, kept saved by the workers), `start.py` (starting one occurrence's
+instance), `runner.py` (a worker's share of the due schedules) and `api.py` (the public API).
+Their store code is `store/schedules.py`.
+
+The public names load on first use, as the package's own do: the client imports `ids.py` and
+`Schedule()` checks its timing with `timing.py`, while a workflows.py may load during Django's
+setup, and neither may load the API (which needs the models, and imports the client).
 """
 
 from __future__ import annotations

@@ -21,10 +21,12 @@ from ..errors import WorkflowNotFoundError, WorkflowStateError
 from ..models import Status, WorkflowSchedule
 from ..registry import registry
 from ..results import StartResult
-from ..scheduler import State, declared_in_code, next_wake, spec_of, start_occurrence, timing_of
 from ..store import schedules as store
 from ..store.values import to_json
 from . import timing as timings
+from .declared import declared_in_code
+from .start import start_occurrence
+from .state import State, next_wake, spec_of, timing_of
 
 __all__ = [
     "ScheduleStatus",
