@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from .. import clock
+from ..client import check_page, get_status
 from ..conf import database_alias
 from ..definitions import Schedule, Workflow, check_schedule_id, check_schedule_options
 from ..durations import Duration
@@ -211,8 +212,6 @@ def list(
     using: str | None = None,
 ) -> builtins.list[ScheduleStatus]:
     """The schedules (of `workflow`, when given), by id; a page of them."""
-    from ..client import check_page
-
     check_page(limit, offset)
     name = workflow.name if isinstance(workflow, Workflow) else workflow
     rows = store.list_schedules(database_alias(using), workflow=name, limit=limit, offset=offset)
@@ -276,8 +275,6 @@ def trigger(id: str, *, using: str | None = None) -> StartResult:
     """Start an occurrence now, whatever `overlap` says and even while the schedule is paused,
     with now as its time. Needs a process that registers the schedule's workflow (and version,
     when the schedule pins one): raises WorkflowNotFoundError otherwise."""
-    from ..client import get_status
-
     using = database_alias(using)
     schedule = store.decoded(_stored(using, id))
     now = clock.now()

@@ -10,6 +10,7 @@ import uuid
 from datetime import datetime, timedelta
 
 from .. import clock
+from ..client import cancel
 from ..errors import WorkflowError, WorkflowIdConflictError, WorkflowPayloadError
 from ..events import emit
 from ..models import UNFINISHED, WorkflowInstance, WorkflowSchedule
@@ -198,8 +199,7 @@ class Scheduler:
                 self._skipped(schedule, "overlap", state.buffered, state.buffered, now)
             state.buffered = at
             return False
-        from ..client import cancel  # cancel-previous
-
+        # cancel-previous
         for id in running:
             try:
                 cancel(

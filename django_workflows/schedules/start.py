@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from ..client import start_instance
 from ..definitions import Schedule, ScheduleOccurrence, Workflow
 from ..errors import WorkflowIdConflictError
 from ..models import WorkflowInstance, WorkflowSchedule
@@ -28,8 +29,6 @@ def start_occurrence(
 
     Raises WorkflowIdConflictError when an instance that this schedule did not start holds the
     id (start() refuses such ids now; older code took them)."""
-    from ..client import start_instance
-
     if definition is None:
         definition = _definition(schedule)
     if declaration is None and schedule.declared:
