@@ -17,7 +17,6 @@ from . import clock, wakeups
 from .conf import database_alias
 from .definitions import Workflow, WorkflowSignal, check_priority
 from .durations import Duration, parse_duration
-from .engine import occurrences
 from .engine.context import running_step
 from .errors import (
     WorkflowFailedError,
@@ -36,6 +35,7 @@ from .results import (
     StartResult,
     Wait,
 )
+from .schedules.ids import is_occurrence_id
 from .store import instances as store
 from .store import payloads, vendor
 from .store.signals import record_signal
@@ -125,7 +125,7 @@ def start_instance(
     check_key("The instance id", id, using)
     if not id:
         raise ValueError("The instance id must not be empty.")
-    if schedule_id is None and occurrences.is_occurrence_id(id):
+    if schedule_id is None and is_occurrence_id(id):
         raise ValueError(
             f"The instance id {id!r} has the form of a schedule occurrence's, "
             f"<schedule id>@<time>, which only that occurrence's instance takes: use another id."

@@ -160,7 +160,7 @@ class Schedule:
     input: Any = None
 
     def __post_init__(self) -> None:
-        from .engine import occurrences
+        from .schedules.timing import timing
 
         check_schedule_options(
             self.id,
@@ -170,7 +170,7 @@ class Schedule:
             priority=self.priority,
         )
         try:
-            occurrences.timing(
+            timing(
                 cron=self.cron,
                 every=self.every,
                 rrule=self.rrule,

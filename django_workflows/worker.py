@@ -23,7 +23,7 @@ from .durations import Duration, parse_duration
 from .engine.execution import Execution, leave_alone
 from .models import WorkflowInstance
 from .registry import registry
-from .scheduler import Scheduler
+from .schedules.runner import Scheduler
 from .store import instances as store
 from .store import limits
 from .store import vendor as store_vendor

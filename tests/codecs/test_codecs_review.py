@@ -182,7 +182,7 @@ def test_schedule_inputs_after_a_rotation_declared_resaved_upserted_kept_until_u
     upserted one's only by its next upsert(): pause() and resume() keep it as stored."""
     from django_workflows import Schedule, schedules
     from django_workflows.models import WorkflowSchedule
-    from django_workflows.scheduler import sync_declared
+    from django_workflows.schedules.declared import sync_declared
 
     use_codec(settings, aes())
 

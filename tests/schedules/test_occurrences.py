@@ -10,7 +10,8 @@ import pytest
 from croniter import croniter
 from dateutil.rrule import rrulestr
 
-from django_workflows.engine import occurrences as occ
+from django_workflows.schedules import timing as occ
+from django_workflows.schedules.ids import occurrence_id
 
 NEW_YORK = "America/New_York"
 
@@ -382,11 +383,11 @@ def test_timing_keeps_its_datetimes_in_utc():
 
 def test_occurrence_id():
     assert (
-        occ.occurrence_id("monthly-invoices", utc(2026, 10, 1, 6))
+        occurrence_id("monthly-invoices", utc(2026, 10, 1, 6))
         == "monthly-invoices@2026-10-01T06:00:00.000Z"
     )
     paris = datetime(2026, 10, 1, 8, 0, 0, 250999, tzinfo=ZoneInfo("Europe/Paris"))
-    assert occ.occurrence_id("x", paris) == "x@2026-10-01T06:00:00.250Z"
+    assert occurrence_id("x", paris) == "x@2026-10-01T06:00:00.250Z"
 
 
 # -- bad input -----------------------------------------------------------------------------------

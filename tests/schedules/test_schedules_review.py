@@ -15,7 +15,8 @@ import django_workflows as wf
 from django_workflows import Schedule, schedules
 from django_workflows.models import WorkflowSchedule
 from django_workflows.registry import registry
-from django_workflows.scheduler import State, sync_declared
+from django_workflows.schedules.declared import sync_declared
+from django_workflows.schedules.state import State
 from django_workflows.store import schedules as schedule_store
 from tests.schedules.helpers import at, started
 

@@ -1,15 +1,18 @@
-"""When a schedule's occurrences fall: the pure timing logic of `cron`, `every` and `rrule`.
+"""When a schedule's occurrences fall: the Timing (one of `cron`, `every` or `rrule`, within
+`start_at`/`end_at`), its checks and JSON form, and its occurrences after a time or in a span.
 
 Cron and rrule times are wall-clock times in the schedule's time zone. When the clocks go back,
 a wall-clock time that happens twice runs once, the first time; when they go forward, one that
 does not exist runs as much later as the clocks jumped. `every` is a fixed interval counted from
 `start_at`, else from the `anchor`, else from the Unix epoch. Occurrences come out as aware UTC
 datetimes truncated to whole milliseconds, strictly increasing. Nothing here touches the database.
+
+The expressions are parsed by `cron.py` and `rrule.py`, which give naive wall-clock times; this
+module reads them in the schedule's time zone, across its clock changes.
 """
 
 from __future__ import annotations
 
-import re
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -18,11 +21,9 @@ from itertools import islice, takewhile
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from croniter import CroniterBadDateError, croniter
-from dateutil.rrule import rrule as RecurrenceRule
-from dateutil.rrule import rrulestr
-
 from ..durations import Duration, format_duration, parse_duration
+from .cron import check_cron, cron_source, first_cron_window
+from .rrule import check_rrule, rule_body, rule_source
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -32,14 +33,6 @@ _MILLISECOND_US = 1000
 _CHANGE_SPAN = timedelta(days=1)
 # The first window `between` searches back from `until`; it doubles until it holds enough.
 _FIRST_WINDOW = timedelta(minutes=1)
-_RULE_PERIODS = {
-    "SECONDLY": timedelta(seconds=1),
-    "MINUTELY": timedelta(minutes=1),
-    "HOURLY": timedelta(hours=1),
-    "DAILY": timedelta(days=1),
-    "WEEKLY": timedelta(weeks=1),
-}
-_UTC_UNTIL = re.compile(r"(UNTIL=)(\d{8}T\d{6})Z", re.IGNORECASE)
 
 NaiveSource = Callable[[datetime], Iterator[datetime]]
 
@@ -89,9 +82,9 @@ def timing(
     if start_at is not None and end_at is not None and end_at < start_at:
         raise ValueError(f"end_at {end_at.isoformat()} is before start_at {start_at.isoformat()}.")
     return Timing(
-        cron=None if cron is None else _check_cron(cron),
+        cron=None if cron is None else check_cron(cron),
         every=None if every is None else _check_every(every, zone_name),
-        rrule=None if rrule is None else _check_rrule(rrule),
+        rrule=None if rrule is None else check_rrule(rrule),
         tz=zone_name,
         start_at=start_at,
         end_at=end_at,
@@ -123,24 +116,6 @@ def from_json(data: dict[str, Any]) -> Timing:
         end_at=_from_iso(data.get("end_at"), "end_at"),
         anchor=_from_iso(data.get("anchor"), "anchor"),
     )
-
-
-def occurrence_id(schedule_id: str, at: datetime) -> str:
-    """The id of the schedule's occurrence at `at`: "<schedule id>@<UTC time, ms, Z>"."""
-    at = _argument(at, "at")
-    return f"{schedule_id}@{at:%Y-%m-%dT%H:%M:%S}.{at.microsecond // 1000:03d}Z"
-
-
-# What occurrence_id() gives for any schedule id (letters, digits, ".", ":", "_", "-") and time.
-_OCCURRENCE_ID = re.compile(
-    r"[A-Za-z0-9.:_-]+@[0-9]{1,4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z"
-)
-
-
-def is_occurrence_id(id: str) -> bool:
-    """Whether `id` has the form of a schedule occurrence's instance id, which only the
-    occurrence may take."""
-    return _OCCURRENCE_ID.fullmatch(id) is not None
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -187,24 +162,6 @@ def _check_instant(value: datetime | None, what: str) -> datetime | None:
     return _to_milliseconds(value.astimezone(UTC))
 
 
-def _check_cron(cron: str) -> str:
-    """The cron expression with its fields single-spaced; ValueError when croniter rejects it."""
-    if not isinstance(cron, str):
-        raise ValueError(f"cron must be a string, not {type(cron).__name__}.")
-    fields = cron.split()
-    if len(fields) not in (5, 6):
-        raise ValueError(
-            f"cron {cron!r} has {len(fields)} fields: give 5 "
-            f"(minute hour day month weekday), or 6 with the seconds first."
-        )
-    expression = " ".join(fields)
-    if not croniter.is_valid(expression, second_at_beginning=len(fields) == 6):
-        raise ValueError(f"cron {cron!r} is not a valid cron expression.")
-    if next(_cron_source(expression)(datetime(2000, 1, 1)), None) is None:
-        raise ValueError(f"cron {cron!r} never matches a date.")
-    return expression
-
-
 def _check_every(every: Duration, tz: str) -> timedelta:
     """`every` as a timedelta of at least one second, with no time zone."""
     if tz != "UTC":
@@ -216,28 +173,6 @@ def _check_every(every: Duration, tz: str) -> timedelta:
     if interval < timedelta(seconds=1):
         raise ValueError(f"every must be at least one second, not {format_duration(interval)}.")
     return interval
-
-
-def _check_rrule(rrule: str) -> str:
-    """The rule, stripped; ValueError when it is not one RFC 5545 RRULE."""
-    if not isinstance(rrule, str):
-        raise ValueError(f"rrule must be a string, not {type(rrule).__name__}.")
-    text = rrule.strip()
-    body = _rule_body(text)
-    if "\n" in body or "\r" in body or ":" in body or "DTSTART" in body.upper():
-        raise ValueError(
-            f"rrule {rrule!r} must be a single RRULE (such as 'FREQ=WEEKLY;BYDAY=MO'): "
-            f"its DTSTART is start_at or the anchor."
-        )
-    for part in ("INTERVAL", "COUNT"):  # dateutil takes 0 and -1, and divides by the interval
-        number = _rule_parts(body).get(part)
-        if number is not None and not (number.isascii() and number.isdigit() and int(number) >= 1):
-            raise ValueError(f"rrule {rrule!r}: {part} must be a positive integer, not {number!r}.")
-    try:
-        _rule(body, datetime(2000, 1, 1), ZoneInfo("UTC"))
-    except (ValueError, TypeError, KeyError, IndexError) as error:
-        raise ValueError(f"rrule {rrule!r} is not a valid RFC 5545 recurrence rule ({error}).")
-    return text
 
 
 # -- finding occurrences -------------------------------------------------------------------------
@@ -421,71 +356,12 @@ def _naive_at(at: datetime, offset: timedelta) -> datetime:
 def _source(timing: Timing, zone: ZoneInfo) -> NaiveSource:
     """The timing's naive wall-clock times after a given one, as a function."""
     if timing.cron is not None:
-        return _cron_source(timing.cron)
+        return cron_source(timing.cron)
     assert timing.rrule is not None
     start = timing.start_at or timing.anchor
     if start is None:
         raise ValueError("an rrule schedule needs start_at or an anchor.")
-    return _rule_source(_rule_body(timing.rrule), _naive(start, zone), zone)
-
-
-def _cron_source(expression: str) -> NaiveSource:
-    """The cron expression's naive times strictly after a given one (6 fields: seconds first)."""
-    seconds_first = len(expression.split()) == 6
-
-    def times(start: datetime) -> Iterator[datetime]:
-        matches = croniter(expression, start, ret_type=datetime, second_at_beginning=seconds_first)
-        while True:
-            try:
-                yield matches.get_next(datetime)
-            except CroniterBadDateError:
-                return
-
-    return times
-
-
-def _rule_source(body: str, dtstart: datetime, zone: tzinfo) -> NaiveSource:
-    """The rule's naive times strictly after a given one, DTSTART being `dtstart` (naive)."""
-    parts = _rule_parts(body)
-    period = None if "COUNT" in parts else _RULE_PERIODS.get(parts.get("FREQ", ""))
-    if period is not None:
-        period *= int(parts.get("INTERVAL", "1"))
-
-    def times(start: datetime) -> Iterator[datetime]:
-        first = dtstart
-        if period is not None and start - dtstart > period:
-            first += ((start - dtstart) // period - 1) * period
-        return _rule(body, first, zone).xafter(start, inc=False)
-
-    return times
-
-
-def _rule(body: str, dtstart: datetime, zone: tzinfo) -> RecurrenceRule:
-    """The dateutil rule of `body` from naive `dtstart`, a UTC UNTIL read as wall-clock time."""
-
-    def local_until(match: re.Match[str]) -> str:
-        until = datetime.strptime(match.group(2), "%Y%m%dT%H%M%S").replace(tzinfo=UTC)
-        return f"{match.group(1)}{_naive(until, zone):%Y%m%dT%H%M%S}"
-
-    rule = rrulestr(_UTC_UNTIL.sub(local_until, body), dtstart=dtstart, cache=False)
-    if not isinstance(rule, RecurrenceRule):
-        raise ValueError("not a single RRULE")
-    return rule
-
-
-def _rule_body(text: str) -> str:
-    """The rule without its optional "RRULE:" prefix."""
-    text = text.strip()
-    return text[len("RRULE:") :].strip() if text.upper().startswith("RRULE:") else text
-
-
-def _rule_parts(body: str) -> dict[str, str]:
-    """The rule's NAME=VALUE parts, names upper-cased."""
-    parts = {}
-    for part in body.split(";"):
-        name, _, value = part.partition("=")
-        parts[name.strip().upper()] = value.strip().upper()
-    return parts
+    return rule_source(rule_body(timing.rrule), _naive(start, zone), zone)
 
 
 def _last_wall_clock(
@@ -497,28 +373,14 @@ def _last_wall_clock(
     occurrences or reaches `after`; a cron's first window is where its `limit`-th time before
     `until` falls.
     """
-    window = _first_cron_window(timing, until, limit) if timing.cron is not None else _FIRST_WINDOW
+    window = (
+        first_cron_window(timing.cron, _zone(timing.tz), until, limit)
+        if timing.cron is not None
+        else _FIRST_WINDOW
+    )
     while True:
         start = max(after, until - window)
         found = deque(takewhile(lambda at: at <= until, _occurrences(timing, start)), maxlen=limit)
         if len(found) == limit or start == after:
             return list(found)
         window *= 2
-
-
-def _first_cron_window(timing: Timing, until: datetime, limit: int) -> timedelta:
-    """How far before `until` the cron's `limit`-th earlier wall-clock time falls (at least 1s)."""
-    assert timing.cron is not None
-    zone = _zone(timing.tz)
-    matches = croniter(
-        timing.cron,
-        _naive(until, zone) + timedelta(seconds=1),
-        ret_type=datetime,
-        second_at_beginning=len(timing.cron.split()) == 6,
-    )
-    try:
-        for _ in range(limit):
-            earliest = matches.get_prev(datetime)
-    except CroniterBadDateError:
-        return until - EPOCH
-    return max(until - earliest.replace(tzinfo=zone).astimezone(UTC), timedelta(seconds=1))

@@ -1,5 +1,6 @@
-"""Schedules at runtime: `upsert()` the ones that aren't in the code (one per customer, say),
-`pause()`, `resume()`, `trigger()`, `preview()`, and read any of them with `get()` and `list()`.
+"""The public schedules API (`django_workflows.schedules`): `upsert()` the schedules that aren't
+in the code (one per customer, say), `pause()`, `resume()`, `trigger()`, `preview()`, and read
+any of them with `get()` and `list()`.
 
 Declared schedules (`@workflow(schedules=[Schedule(...)])`) belong to the code: `upsert()` and
 `remove()` refuse them. Each function takes `using=` like the rest of the client.
@@ -12,18 +13,21 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from . import clock
-from .conf import database_alias
-from .definitions import Schedule, Workflow, check_schedule_id, check_schedule_options
-from .durations import Duration
-from .engine import occurrences
-from .errors import WorkflowNotFoundError, WorkflowStateError
-from .models import Status, WorkflowSchedule
-from .registry import registry
-from .results import StartResult
-from .scheduler import State, declared_in_code, next_wake, spec_of, start_occurrence, timing_of
-from .store import schedules as store
-from .store.values import to_json
+from .. import clock
+from ..client import check_page, get_status
+from ..conf import database_alias
+from ..definitions import Schedule, Workflow, check_schedule_id, check_schedule_options
+from ..durations import Duration
+from ..errors import WorkflowNotFoundError, WorkflowStateError
+from ..models import Status, WorkflowSchedule
+from ..registry import registry
+from ..results import StartResult
+from ..store import schedules as store
+from ..store.values import to_json
+from . import timing as timings
+from .declared import declared_in_code
+from .start import start_occurrence
+from .state import State, next_wake, spec_of, timing_of
 
 __all__ = [
     "ScheduleStatus",
@@ -71,7 +75,7 @@ def _status(schedule: WorkflowSchedule) -> ScheduleStatus:
     state = State.of(schedule)
     next_at = None
     if not schedule.paused and not (spec.get("limit") is not None and state.runs >= spec["limit"]):
-        next_at = occurrences.next_after(timing, state.cursor)
+        next_at = timings.next_after(timing, state.cursor)
     return ScheduleStatus(
         id=schedule.pk,
         workflow=schedule.workflow,
@@ -144,7 +148,7 @@ def upsert(
                 f"change it there."
             )
         try:
-            timing = occurrences.timing(
+            timing = timings.timing(
                 cron=cron,
                 every=every,
                 rrule=rrule,
@@ -180,9 +184,7 @@ def upsert(
     raise WorkflowStateError(f"Schedule {id!r} kept changing while it was being saved.")
 
 
-def _keep_anchor(
-    timing: occurrences.Timing, existing: WorkflowSchedule | None
-) -> occurrences.Timing:
+def _keep_anchor(timing: timings.Timing, existing: WorkflowSchedule | None) -> timings.Timing:
     """An rrule without start_at counts from its first save while the rule and its time zone
     stay the same, so "every 4 weeks" keeps its weeks when only the input or options change."""
     stored = (existing.spec.get("timing") or {}) if existing is not None else {}
@@ -210,8 +212,6 @@ def list(
     using: str | None = None,
 ) -> builtins.list[ScheduleStatus]:
     """The schedules (of `workflow`, when given), by id; a page of them."""
-    from .client import check_page
-
     check_page(limit, offset)
     name = workflow.name if isinstance(workflow, Workflow) else workflow
     rows = store.list_schedules(database_alias(using), workflow=name, limit=limit, offset=offset)
@@ -275,8 +275,6 @@ def trigger(id: str, *, using: str | None = None) -> StartResult:
     """Start an occurrence now, whatever `overlap` says and even while the schedule is paused,
     with now as its time. Needs a process that registers the schedule's workflow (and version,
     when the schedule pins one): raises WorkflowNotFoundError otherwise."""
-    from .client import get_status
-
     using = database_alias(using)
     schedule = store.decoded(_stored(using, id))
     now = clock.now()
@@ -307,7 +305,7 @@ def preview(
         limit = schedule.spec.get("limit")
         if limit is not None:
             count = min(count, max(limit - state.runs, 0))
-        return occurrences.upcoming(timing_of(schedule), after, count)
+        return timings.upcoming(timing_of(schedule), after, count)
     if isinstance(id_or_spec, Schedule):
         fields = {
             name: getattr(id_or_spec, name)
@@ -319,4 +317,4 @@ def preview(
         raise TypeError(f"preview() takes a schedule id, a Schedule or a dict, not {id_or_spec!r}.")
     if fields.get("rrule") and fields.get("start_at") is None:
         fields["anchor"] = after
-    return occurrences.upcoming(occurrences.timing(**fields), after, count)
+    return timings.upcoming(timings.timing(**fields), after, count)

@@ -1,0 +1,231 @@
+"""A worker's share of the schedules, those of the workflows it runs: it claims the due ones under
+a lease, starts their occurrences as `missed` and `overlap` say, then writes their new state and
+hands them back. Once a minute it first syncs the declared schedules.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from datetime import datetime, timedelta
+
+from .. import clock
+from ..client import cancel
+from ..errors import WorkflowError, WorkflowIdConflictError, WorkflowPayloadError
+from ..events import emit
+from ..models import UNFINISHED, WorkflowInstance, WorkflowSchedule
+from ..registry import registry
+from ..store import schedules as store
+from . import timing as timings
+from .declared import CONFIRM_EVERY, declared_in_code, sync_declared
+from .ids import occurrence_id
+from .start import start_occurrence
+from .state import State, next_wake, timing_of
+from .timing import Timing
+
+logger = logging.getLogger("django_workflows")
+
+MISSED_GRACE = timedelta(minutes=1)  # missed="skip": an occurrence found this late still starts
+MISSED_MAX = 100  # missed="all": at most the latest 100
+# A worker that cannot start a due schedule (its code does not declare it, or it does not register
+# the pinned version) hands it back for this long while missed="skip" would still start the due
+# occurrence, so that a worker that can start it finds it within its minute; else for a minute.
+HAND_BACK_SOON = timedelta(seconds=5)
+
+
+def _before(timing: Timing, after: datetime, occurrence: datetime) -> datetime:
+    """The occurrence just before `occurrence` (there is one after `after`)."""
+    return timings.between(timing, after, occurrence - timedelta(milliseconds=1), 1)[-1]
+
+
+class Scheduler:
+    """One worker's share of the schedules: those of the workflows it runs."""
+
+    def __init__(self, using: str, owner: str, workflows: list[str], lease_duration: timedelta):
+        self.using = using
+        self.owner = owner
+        self.workflows = workflows
+        self.lease_duration = lease_duration
+        self._synced_at: datetime | None = None
+
+    def tick(self, now: datetime | None = None, *, force_sync: bool = False) -> int:
+        """Sync the declared schedules once a minute, then start what is due. Returns how many
+        schedules it handled."""
+        now = now or clock.now()
+        if force_sync or self._synced_at is None or now - self._synced_at >= CONFIRM_EVERY:
+            self._synced_at = now
+            sync_declared(self.using, now)
+        return self.run_due(now)
+
+    def run_due(self, now: datetime) -> int:
+        handled = 0
+        token = uuid.uuid4().hex
+        claimed = store.claim_schedules(
+            self.using,
+            owner=self.owner,
+            token=token,
+            now=now,
+            lease_until=now + self.lease_duration,
+            limit=20,
+            workflows=self.workflows,
+        )
+        for schedule in claimed:
+            try:
+                self._run(schedule, token, now)
+            except Exception:
+                logger.exception(
+                    "Schedule %s failed to start its occurrences; a worker tries again once its "
+                    "lease expires.",
+                    schedule.pk,
+                )
+            handled += 1
+        return handled
+
+    def _run(self, schedule: WorkflowSchedule, token: str, now: datetime) -> None:
+        declared = declared_in_code(self.workflows).get(schedule.pk) if schedule.declared else None
+        if schedule.declared and declared is None:
+            # Another process's code declares it: only such processes start its timings.
+            self._hand_back(schedule, token, now, soon=self._due_within_grace(schedule, now))
+            return
+        registered = (
+            registry.get(schedule.workflow, schedule.version)
+            if schedule.version is not None
+            else registry.latest(schedule.workflow)
+        )
+        if registered is None:
+            # Pinned to a version this process does not register: leave it to one that does.
+            self._hand_back(schedule, token, now, soon=self._due_within_grace(schedule, now))
+            return
+        try:
+            store.decoded(schedule)
+        except WorkflowPayloadError as error:
+            logger.error(
+                "Schedule %s cannot be read: %s It is left alone for a minute.", schedule.pk, error
+            )
+            self._hand_back(schedule, token, now)
+            return
+        spec = schedule.spec
+        timing = timing_of(schedule)
+        state = State.of(schedule)
+        due = timings.between(timing, state.cursor, now, MISSED_MAX)
+        start: list[datetime] = []
+        if due:
+            first_missed = timings.next_after(timing, state.cursor)
+            missed = spec.get("missed", "skip")
+            if missed == "skip":
+                start = [at for at in due if now - at <= MISSED_GRACE]
+            elif missed == "once":
+                start = [due[-1]]
+            else:
+                start = list(due)
+            passed = [at for at in due if at not in start]
+            earlier = first_missed is not None and first_missed < due[0]  # beyond the last 100
+            if passed or earlier:
+                last = passed[-1] if passed else _before(timing, state.cursor, due[0])
+                self._skipped(schedule, "missed", first_missed or due[0], last, now)
+            state.cursor = due[-1]
+        candidates = ([state.buffered] if state.buffered is not None else []) + start
+        state.buffered = None
+        limit = spec.get("limit")
+        for at in candidates:
+            if limit is not None and state.runs >= limit:
+                break
+            if self._overlap_allows(schedule, state, at, now):
+                try:
+                    start_occurrence(
+                        self.using,
+                        schedule,
+                        at,
+                        definition=registered,
+                        declaration=declared[1] if declared is not None else None,
+                    )
+                except WorkflowIdConflictError as error:
+                    logger.error("Schedule %s passes an occurrence over: %s", schedule.pk, error)
+                    continue  # not started, so not counted; the next one starts as usual
+                state.runs += 1
+        store.write_schedule(
+            self.using,
+            schedule.pk,
+            token,
+            now=now,
+            state=state.json(),
+            wake_at=next_wake(timing, spec, state, now),
+            release=True,
+        )
+
+    def _hand_back(
+        self, schedule: WorkflowSchedule, token: str, now: datetime, *, soon: bool = False
+    ) -> None:
+        """Leave the schedule as it is to a process that can start it: due again in a minute,
+        or `soon` (HAND_BACK_SOON)."""
+        store.write_schedule(
+            self.using,
+            schedule.pk,
+            token,
+            now=now,
+            state=schedule.state,
+            wake_at=now + (HAND_BACK_SOON if soon else CONFIRM_EVERY),
+            release=True,
+        )
+
+    @staticmethod
+    def _due_within_grace(schedule: WorkflowSchedule, now: datetime) -> bool:
+        """Whether an occurrence is due that missed="skip" still starts if found by now + a
+        minute: handed back for a minute, it would be found too late."""
+        latest = timings.between(timing_of(schedule), State.of(schedule).cursor, now, 1)
+        return bool(latest) and now - latest[-1] <= MISSED_GRACE
+
+    def _overlap_allows(
+        self, schedule: WorkflowSchedule, state: State, at: datetime, now: datetime
+    ) -> bool:
+        overlap = schedule.spec.get("overlap", "skip")
+        if overlap == "allow":
+            return True
+        # The occurrence's own instance is no overlap: a run repeated after a crash (or a lost
+        # write) finds the instance it started, which start_occurrence() then counts as started.
+        running = list(
+            WorkflowInstance.objects.using(self.using)
+            .filter(schedule_id=schedule.pk, status__in=UNFINISHED)
+            .exclude(pk=occurrence_id(schedule.pk, at))
+            .values_list("id", flat=True)
+        )
+        if not running:
+            return True
+        if overlap == "skip":
+            self._skipped(schedule, "overlap", at, at, now)
+            return False
+        if overlap == "buffer-one":
+            if state.buffered is not None:
+                self._skipped(schedule, "overlap", state.buffered, state.buffered, now)
+            state.buffered = at
+            return False
+        # cancel-previous
+        for id in running:
+            try:
+                cancel(
+                    id,
+                    reason=f"Cancelled by schedule {schedule.pk!r}: its next occurrence "
+                    f"({occurrence_id(schedule.pk, at)}) started.",
+                    using=self.using,
+                )
+            except WorkflowError:
+                logger.exception("Schedule %s could not cancel %s.", schedule.pk, id)
+        return True
+
+    def _skipped(
+        self,
+        schedule: WorkflowSchedule,
+        reason: str,
+        first: datetime,
+        last: datetime,
+        now: datetime,
+    ) -> None:
+        emit(
+            "schedule-skipped",
+            id=schedule.pk,
+            workflow=schedule.workflow,
+            version=schedule.version,
+            at=now,
+            reason=reason,
+            **{"from": first, "to": last},
+        )
