@@ -26,7 +26,7 @@ from .registry import registry
 from .scheduler import Scheduler
 from .store import instances as store
 from .store import limits
-from .store import vendor as store_vendor
+from .store.backends import backend
 
 logger = logging.getLogger("django_workflows")
 
@@ -203,27 +203,27 @@ class Worker:
         return self._serve(until_idle=True)
 
     def _serve(self, *, until_idle: bool) -> int:
-        vendor = connections[self.using].vendor
+        database = backend(self.using)
         logger.info(
             "Worker %s runs %s on %s (concurrency %d, poll %s, lease %s%s).",
             self.id,
             ", ".join(f"{n}@{v}" for n, v in registry.pairs(self.workflows)) or "nothing",
-            vendor,
+            database.connection.vendor,
             self.concurrency,
             self.poll_interval,
             self.lease_duration,
             ", until idle" if until_idle else "",
         )
-        if vendor == "sqlite":
+        if database.serializes_writes:
             logger.info("On SQLite, run one worker process: SQLite serializes writers.")
         wakeups.subscribe(self._wake)
         renewer = threading.Thread(target=self._renew_loop, name=f"{self.id} renewer", daemon=True)
         renewer.start()
         listener = None
-        if vendor == "postgresql" and not until_idle:
+        if database.has_listen_notify and not until_idle:
             listener = threading.Thread(
-                target=store_vendor.listen,
-                args=(self.using, lambda payload: self._wake.set(), self._stopping),
+                target=database.listen,
+                args=(lambda payload: self._wake.set(), self._stopping),
                 name=f"{self.id} listener",
                 daemon=True,
             )
