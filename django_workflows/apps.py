@@ -8,6 +8,8 @@ from django.apps import AppConfig
 from django.db.models.signals import post_migrate
 from django.utils.module_loading import autodiscover_modules
 
+from .store.backends import backend
+
 
 class DjangoWorkflowsConfig(AppConfig):
     name = "django_workflows"
@@ -23,16 +25,7 @@ class DjangoWorkflowsConfig(AppConfig):
 
 
 def _create_lock_rows(using: str = "default", **kwargs: Any) -> None:
-    """After migrate (and after a test database's flush, which empties every table): the signal
-    lock's row, which MySQL and MariaDB lock in every signal and suspension. Created here, not by
-    the first of many concurrent lockers."""
-    from django.db import connections, router
-
-    from .models import StoreLock
-    from .store.vendor import SIGNAL_LOCK_NAME
-
-    connection = connections[using]
-    if connection.vendor != "mysql" or not router.allow_migrate_model(using, StoreLock):
-        return
-    if StoreLock._meta.db_table in connection.introspection.table_names():
-        StoreLock.objects.using(using).get_or_create(name=SIGNAL_LOCK_NAME)
+    """After migrate (and after a test database's flush, which empties every table): the lock
+    rows of the database's backend (MySQL and MariaDB lock the signal lock's row in every signal
+    and suspension)."""
+    backend(using).create_lock_rows()

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import django
 from django.conf import settings
-from django.core.checks import Error, Tags, Warning, register
-from django.db import connections
+from django.core.checks import Error, Tags, register
 from django.utils.module_loading import import_string
 
 from .conf import get_settings
+from .store.backends import backend
 
 
 @register()
@@ -112,91 +111,16 @@ def check_definitions(app_configs: Any = None, **kwargs: Any) -> list[Any]:
 
 @register(Tags.database)
 def check_database(app_configs: Any = None, databases: Any = None, **kwargs: Any) -> list[Any]:
-    """E004: PostgreSQL stricter than READ COMMITTED; E005: MariaDB < 10.6 or MySQL < 8.0.1;
-    W002: an id, name or key column of MySQL or MariaDB that does not compare exactly."""
-    problems: list[Any] = []
+    """The checks of the workflow database's backend: E004, PostgreSQL stricter than READ
+    COMMITTED; W001, SQLite without IMMEDIATE transactions; E005, MariaDB < 10.6 or MySQL <
+    8.0.1; W002, an id, name or key column of MySQL or MariaDB that does not compare exactly."""
     try:
         alias = get_settings().database
     except (ValueError, TypeError):
-        return problems
-    if databases is not None and alias not in databases:
-        return problems
-    connection: Any = connections[alias]
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SHOW default_transaction_isolation")
-            level = cursor.fetchone()[0]
-        configured = connection.settings_dict.get("OPTIONS", {}).get("isolation_level")
-        if level != "read committed" or configured not in (None, 1):
-            problems.append(
-                Error(
-                    f"The workflow database {alias!r} runs transactions at {level.upper()}: the "
-                    f"store relies on READ COMMITTED, PostgreSQL's default.",
-                    id="django_workflows.E004",
-                )
-            )
-    elif connection.vendor == "sqlite":
-        mode = connection.settings_dict.get("OPTIONS", {}).get("transaction_mode")
-        if django.VERSION >= (5, 1) and mode != "IMMEDIATE":
-            problems.append(
-                Warning(
-                    f"The workflow database {alias!r} is SQLite without "
-                    f'OPTIONS["transaction_mode"] = "IMMEDIATE": the worker\'s threads can then fail '
-                    f'with "database is locked" when two of them upgrade a read to a write at once.',
-                    hint='Set "OPTIONS": {"transaction_mode": "IMMEDIATE", "timeout": 20}.',
-                    id="django_workflows.W001",
-                )
-            )
-    elif connection.vendor == "mysql":
-        version = connection.mysql_version
-        if connection.mysql_is_mariadb and version < (10, 6):
-            problems.append(
-                Error(
-                    f"MariaDB {'.'.join(map(str, version))} lacks SELECT ... SKIP LOCKED: use 10.6 or newer.",
-                    id="django_workflows.E005",
-                )
-            )
-        elif not connection.mysql_is_mariadb and version < (8, 0, 1):
-            problems.append(
-                Error(
-                    f"MySQL {'.'.join(map(str, version))} lacks SELECT ... SKIP LOCKED: use 8.0.1 or newer.",
-                    id="django_workflows.E005",
-                )
-            )
-        problems += _check_collations(alias, connection)
-    return problems
-
-
-def _check_collations(alias: str, connection: Any) -> list[Any]:
-    """W002: key columns on a PAD SPACE collation (`"a "` equals `"a"`) or one that is not
-    binary, as tables created before migration 0003 have them."""
-    from django.apps import apps
-
-    from .collations import MYSQL_EXACT, PADDED_BINARY, exact_collation, inexact_columns
-
-    columns = inexact_columns(connection, apps.get_app_config("django_workflows").get_models())
-    if not columns:
         return []
-    exact = exact_collation(connection)
-    listed = ", ".join(f"{c.table}.{c.name} ({c.collation})" for c in columns)
-    if exact == PADDED_BINARY:
-        hint = f"Use MySQL 8.0.17 or newer, whose {MYSQL_EXACT} compares exactly."
-    else:
-        hint = (
-            f"Run `manage.py migrate django_workflows`: migration 0003_exact_keys moves them "
-            f"onto {exact}. Where it is applied already (tables restored from an older dump), "
-            f"apply it again: `manage.py migrate django_workflows 0002`, then "
-            f"`manage.py migrate django_workflows`."
-        )
-    return [
-        Warning(
-            f"The workflow database {alias!r} compares {len(columns)} id, name and key "
-            f"column(s) inexactly (trailing spaces or case ignored), so that a signal keyed "
-            f'"user-1 " would wake the wait for "user-1": {listed}.',
-            hint=hint,
-            id="django_workflows.W002",
-        )
-    ]
+    if databases is not None and alias not in databases:
+        return []
+    return list(backend(alias).check())
 
 
 def _check_limit_keys(definition: Any, latest: Any) -> list[Any]:

@@ -37,7 +37,9 @@ from .results import (
 )
 from .schedules.ids import is_occurrence_id
 from .store import instances as store
-from .store import payloads, vendor
+from .store import payloads
+from .store.backends import backend
+from .store.deadlocks import retries_deadlocks
 from .store.signals import record_signal
 from .store.values import to_json
 
@@ -59,7 +61,7 @@ def check_key(what: str, value: str | None, using: str, max_length: int = KEY_LE
 
 def _wake_on_commit(using: str) -> None:
     """Wake this process's workers at commit, and on PostgreSQL the other processes' too."""
-    vendor.notify(using)
+    backend(using).notify()
     transaction.on_commit(wakeups.wake_local_workers, using=using)
 
 
@@ -156,7 +158,7 @@ def start_instance(
         updated_at=now,
     )
 
-    @vendor.retries_deadlocks
+    @retries_deadlocks
     def create(using: str) -> tuple[WorkflowInstance, bool]:
         with transaction.atomic(using=using, savepoint=False):
             stored, created = store.create_instance(using, instance)
@@ -231,7 +233,7 @@ def signal(
     value = to_json(payload, f'The payload of signal "{name}"', using=using)
     connection = connections[using]
     if connection.in_atomic_block:
-        isolation = vendor.transaction_isolation(using)
+        isolation = backend(using).transaction_isolation()
         if isolation is not None and isolation != "read committed":
             raise TypeError(
                 f"signal() inside a {isolation.upper()} transaction could miss waits committed "
@@ -242,7 +244,7 @@ def signal(
     if step is not None:
         id = step.signal_id(name, key)
 
-    @vendor.retries_deadlocks
+    @retries_deadlocks
     def record(using: str) -> Any:
         with transaction.atomic(using=using, savepoint=False):
             recorded = record_signal(

@@ -6,8 +6,8 @@ from typing import Any
 
 from django.db import models
 
-from .collations import exact_collation
 from .definitions import SCHEDULE_ID_LENGTH
+from .store.backends import backend
 
 
 class Status(models.TextChoices):
@@ -34,13 +34,14 @@ JOURNAL_NAME_LENGTH = 512
 
 class KeyField(models.CharField):
     """An id, name or key: compared exactly, also on MySQL and MariaDB, whose default
-    collations ignore case, and whose `utf8mb4_bin` ignores trailing spaces (see collations)."""
+    collations ignore case, and whose `utf8mb4_bin` ignores trailing spaces (see
+    store/backends/mysql_collations.py)."""
 
-    exact_key = True  # what collations.key_columns looks for
+    exact_key = True  # what mysql_collations.key_columns looks for
 
     def db_parameters(self, connection: Any) -> dict[str, Any]:
         parameters = super().db_parameters(connection)
-        collation = exact_collation(connection)
+        collation = backend(connection.alias).exact_collation
         if collation is not None:
             parameters["collation"] = collation
         return parameters

@@ -8,7 +8,8 @@ import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from django.db import connections
+from .store.backends import backend
+from .store.backends.base import ENDED_CHANNEL
 
 _events: weakref.WeakSet[threading.Event] = weakref.WeakSet()
 _lock = threading.Lock()
@@ -86,13 +87,12 @@ _listeners: dict[str, tuple[threading.Event, int]] = {}
 
 
 def listen_for_ends(using: str) -> None:
-    """While result() calls wait in this process, on PostgreSQL, one thread per database wakes
-    them when any process ends an instance (NOTIFY at the final write's commit). Pair every
-    call with stop_listening_for_ends(): the last one closes the listening connection."""
-
-    from .store import vendor
-
-    if connections[using].vendor != "postgresql":
+    """While result() calls wait in this process, where the database has notifications
+    (PostgreSQL), one thread per database wakes them when any process ends an instance (NOTIFY
+    at the final write's commit). Pair every call with stop_listening_for_ends(): the last one
+    closes the listening connection."""
+    database = backend(using)
+    if not database.has_listen_notify:
         return
     with _lock:
         stop, waiting = _listeners.get(using, (None, 0))
@@ -102,8 +102,8 @@ def listen_for_ends(using: str) -> None:
         stop = threading.Event()
         _listeners[using] = (stop, 1)
     threading.Thread(
-        target=vendor.listen,
-        args=(using, instance_ended, stop, vendor.ENDED_CHANNEL),
+        target=database.listen,
+        args=(instance_ended, stop, ENDED_CHANNEL),
         name=f"django_workflows result listener ({using})",
         daemon=True,
     ).start()
@@ -124,7 +124,7 @@ def stop_listening_for_ends(using: str) -> None:
 @contextlib.contextmanager
 def ends_listener(using: str) -> Iterator[Callable[[], bool]]:
     """A function that starts listening for ends, the first time (returning whether it started
-    them, on PostgreSQL); stops listening on exit if it did."""
+    them, where the database has notifications); stops listening on exit if it did."""
     started = False
 
     def listen() -> bool:
@@ -133,7 +133,7 @@ def ends_listener(using: str) -> Iterator[Callable[[], bool]]:
             return False
         started = True
         listen_for_ends(using)
-        return connections[using].vendor == "postgresql"
+        return backend(using).has_listen_notify
 
     try:
         yield listen

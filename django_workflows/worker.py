@@ -23,10 +23,11 @@ from .durations import Duration, parse_duration
 from .engine.execution import Execution, leave_alone
 from .models import WorkflowInstance
 from .registry import registry
+from .renewer import LeaseRenewer, refresh_connections
 from .schedules.runner import Scheduler
 from .store import instances as store
 from .store import limits
-from .store import vendor as store_vendor
+from .store.backends import backend
 
 logger = logging.getLogger("django_workflows")
 
@@ -86,12 +87,18 @@ class Worker:
         )
         self.using = database_alias(using)
         self._stopping = threading.Event()
-        self._renewals_end = threading.Event()  # set once the shutdown timeout ends
         self._wake = threading.Event()  # a start, a signal or a stop: look for work now
         self._freed = threading.Event()  # an execution ended: a slot is free
         self._lock = threading.Lock()
         self._running: dict[str, Execution] = {}
-        self._row_waiters: dict[str, threading.Thread] = {}  # by instance id: _wait_for_row
+        self._renewer = LeaseRenewer(
+            using=self.using,
+            owner=self.id,
+            lease_duration=self.lease_duration,
+            heartbeat_interval=self.heartbeat_interval,
+            running=self._running,
+            lock=self._lock,
+        )
         self.left_behind: list[str] = []  # instances still inside a step when run() returned
 
     # -- claiming and executing ------------------------------------------------------------------
@@ -203,27 +210,27 @@ class Worker:
         return self._serve(until_idle=True)
 
     def _serve(self, *, until_idle: bool) -> int:
-        vendor = connections[self.using].vendor
+        database = backend(self.using)
         logger.info(
             "Worker %s runs %s on %s (concurrency %d, poll %s, lease %s%s).",
             self.id,
             ", ".join(f"{n}@{v}" for n, v in registry.pairs(self.workflows)) or "nothing",
-            vendor,
+            database.connection.vendor,
             self.concurrency,
             self.poll_interval,
             self.lease_duration,
             ", until idle" if until_idle else "",
         )
-        if vendor == "sqlite":
+        if database.serializes_writes:
             logger.info("On SQLite, run one worker process: SQLite serializes writers.")
         wakeups.subscribe(self._wake)
-        renewer = threading.Thread(target=self._renew_loop, name=f"{self.id} renewer", daemon=True)
+        renewer = threading.Thread(target=self._renewer.run, name=f"{self.id} renewer", daemon=True)
         renewer.start()
         listener = None
-        if vendor == "postgresql" and not until_idle:
+        if database.has_listen_notify and not until_idle:
             listener = threading.Thread(
-                target=store_vendor.listen,
-                args=(self.using, lambda payload: self._wake.set(), self._stopping),
+                target=database.listen,
+                args=(lambda payload: self._wake.set(), self._stopping),
                 name=f"{self.id} listener",
                 daemon=True,
             )
@@ -245,7 +252,7 @@ class Worker:
                 free = self.concurrency - len(futures)
                 if free > 0:
                     try:
-                        _refresh_connections()
+                        refresh_connections()
                         instances, claim, token = self._claim(free)
                     except Exception:
                         logger.exception("Claiming due instances failed; trying again.")
@@ -278,7 +285,7 @@ class Worker:
     def _tick_schedules(self) -> None:
         """Once a poll interval: the declared schedules (once a minute) and the due occurrences."""
         try:
-            _refresh_connections()
+            refresh_connections()
             self.scheduler.tick()
         except Exception:
             logger.exception("Starting schedule occurrences failed; trying again at the next poll.")
@@ -294,7 +301,7 @@ class Worker:
             self._freed.clear()
 
     def _execute_in_pool(self, instance: WorkflowInstance, claim: store.Claim, token: str) -> str:
-        _refresh_connections()
+        refresh_connections()
         try:
             return self._execute(instance, claim, token)
         finally:
@@ -303,94 +310,13 @@ class Worker:
                 # outlasted the shutdown timeout): close this thread's before the pool lets it go.
                 connections.close_all()
             else:
-                _refresh_connections()
+                refresh_connections()
             self._freed.set()  # a slot is free
 
     def _poll_wait(self) -> float:
         # A little jitter, so many workers do not poll in step.
         seconds = self.poll_interval.total_seconds()
         return seconds * random.uniform(0.9, 1.1)
-
-    def _renew_loop(self) -> None:
-        interval = self.heartbeat_interval.total_seconds()
-        # On through the shutdown timeout: an execution that stops at its next ctx call then
-        # still holds the lease it hands back.
-        wait, failures = interval, 0
-        while not self._renewals_end.wait(wait):
-            try:
-                self.renew()
-                wait, failures = interval, 0
-            except Exception:
-                # Soon, not a heartbeat later: with the database flapping, a few failed
-                # renewals in a row would otherwise let the leases of live executions lapse.
-                failures += 1
-                wait = min(interval, 0.1 * 2 ** min(failures - 1, 10))
-                logger.exception("Renewing leases failed; trying again in %.1fs.", wait)
-            finally:
-                _refresh_connections()
-        connections.close_all()
-
-    def renew(self) -> None:
-        """Renew the leases of every running execution in one statement; stop the lost ones.
-
-        Never waits for a row lock: a row another transaction holds locked is renewed by a
-        thread of its own that waits for that lock (_renew_once_unlocked)."""
-        with self._lock:
-            running = list(self._running.values())
-        if not running:
-            return
-        leases = [(e.instance.id, e.token) for e in running]
-        started = time.monotonic()
-        renewal = store.renew(self.using, leases, clock.now() + self.lease_duration)
-        for execution in running:
-            if execution.instance.id in renewal.busy:
-                self._wait_for_row(execution)
-            else:
-                _held(execution, renewal.flags.get(execution.instance.id), started)
-
-    def _wait_for_row(self, execution: Execution) -> None:
-        """Renew `execution`'s lease as soon as the transaction that holds its row lets go."""
-        with self._lock:
-            waiter = self._row_waiters.get(execution.instance.id)
-            if waiter is not None and waiter.is_alive():
-                return
-            waiter = threading.Thread(
-                target=self._renew_once_unlocked,
-                args=(execution,),
-                name=f"{self.id} renewer of {execution.instance.id}",
-                daemon=True,
-            )
-            self._row_waiters[execution.instance.id] = waiter
-        waiter.start()
-
-    def _renew_once_unlocked(self, execution: Execution) -> None:
-        # Queued behind the lock, this renewal takes the row before any claim once it is free;
-        # if the lease lapsed meanwhile, claims passed over the locked row all along.
-        started = time.monotonic()
-
-        def lease_until() -> Any:
-            nonlocal started
-            with self._lock:
-                current = self._running.get(execution.instance.id) is execution
-            if not current or self._renewals_end.is_set():
-                return None  # it ended meanwhile, or the worker stopped renewing
-            started = time.monotonic()
-            return clock.now() + self.lease_duration
-
-        try:
-            flags = store.renew_once_unlocked(
-                self.using, execution.instance.id, execution.token, lease_until
-            )
-            if not self._renewals_end.is_set():
-                _held(execution, flags, started)
-        except Exception:
-            logger.exception(
-                "Renewing the lease of instance %s once its row is unlocked failed; the next "
-                "renewal tries again.",
-                execution.instance.id,
-            )
-        finally:
-            connections.close_all()
 
     # -- stopping --------------------------------------------------------------------------------
 
@@ -416,7 +342,7 @@ class Worker:
         # Those still inside a step keep their lease, no longer renewed: their step may still
         # run (Python cannot stop its thread), so handing them back would run it twice at once.
         # Once the lease expires, another worker runs them again, as after a crash.
-        self._renewals_end.set()
+        self._renewer.ended.set()
         with self._lock:
             left = list(self._running.values())
         self.left_behind = [execution.instance.id for execution in left]
@@ -440,22 +366,6 @@ class Worker:
         logger.info("Worker %s stopped.", self.id)
 
 
-def _held(execution: Execution, flags: store.LeaseFlags | None, started: float) -> None:
-    """What a renewal that started at `started` (time.monotonic()) found for `execution`: its
-    lease and the operator's requests, or (None) that the lease is gone; either stops its
-    running steps when it must stop."""
-    if flags is None:
-        execution.stop_reason = "lease-lost"
-        for step in list(execution.running_steps):
-            step.cancelled.set()
-        return
-    execution.flags = flags
-    execution.lease_renewed(started)  # its store calls may go on trying until then
-    if flags.cancel_requested or flags.terminate_requested:
-        for step in list(execution.running_steps):
-            step.cancelled.set()
-
-
 def _duration(value: Duration | None, default: timedelta, what: str) -> timedelta:
     return default if value is None else parse_duration(value, what)
 
@@ -466,22 +376,6 @@ def _close_connections(meet: threading.Barrier) -> None:
     except threading.BrokenBarrierError:
         pass
     connections.close_all()
-
-
-def _refresh_connections() -> None:
-    """Around each execution: close this thread's connections that broke, or that outlived a
-    CONN_MAX_AGE above zero. A worker thread keeps its connection between executions even at
-    CONN_MAX_AGE = 0, which would otherwise reconnect for every execution."""
-    for connection in connections.all(initialized_only=True):
-        if connection.connection is None or connection.in_atomic_block:
-            continue
-        max_age = connection.settings_dict.get("CONN_MAX_AGE") or 0
-        if connection.errors_occurred and not connection.is_usable():
-            connection.close()
-        elif (
-            max_age and connection.close_at is not None and time.monotonic() >= connection.close_at
-        ):
-            connection.close()
 
 
 def limit_rules(

@@ -7,9 +7,10 @@ from django.db import migrations
 
 
 def make_keys_exact(apps, schema_editor):
-    from django_workflows.collations import move_key_columns
+    from django_workflows.store.backends import backend
 
-    move_key_columns(schema_editor, apps.get_app_config("django_workflows").get_models())
+    models = apps.get_app_config("django_workflows").get_models()
+    backend(schema_editor.connection.alias).move_key_columns(schema_editor, models)
 
 
 class Migration(migrations.Migration):

@@ -18,7 +18,9 @@ from django.db.models import Case, F, Max, Q, Value, When
 
 from ..errors import WorkflowPayloadError
 from ..models import FINISHED, JournalEntry, Signal, Status, Wait, WorkflowInstance
-from . import leaselocks, limits, payloads, vendor
+from . import limits, payloads
+from .backends import backend
+from .deadlocks import retries_deadlocks
 
 
 @dataclass(frozen=True)
@@ -72,14 +74,14 @@ def last_signal_id(using: str) -> int:
     return Signal.objects.using(using).aggregate(last=Max("id"))["last"] or 0
 
 
-@vendor.retries_deadlocks
+@retries_deadlocks
 def create_instance(using: str, instance: WorkflowInstance) -> tuple[WorkflowInstance, bool]:
     """Insert a pending instance unless one with its id exists; return the stored one and whether
     this call created it. Atomic per id: of two concurrent calls, one creates."""
     with transaction.atomic(using=using, savepoint=False):
-        vendor.take_write_lock(using)
+        backend(using).take_write_lock()
         instance.signal_cursor = last_signal_id(using)
-        created = vendor.insert_ignore(instance, using)
+        created = backend(using).insert_ignore(instance)
         if created:
             return instance, True
         rows = WorkflowInstance.objects.using(using)
@@ -143,7 +145,7 @@ def _due_now(now: datetime) -> Case:
     )
 
 
-@vendor.retries_deadlocks
+@retries_deadlocks
 def request_cancel(
     using: str, id: str, *, reason: str | None, now: datetime, terminate: bool
 ) -> bool:
@@ -173,7 +175,7 @@ def request_cancel(
     )
 
 
-@vendor.retries_deadlocks
+@retries_deadlocks
 def claim(
     using: str,
     *,
@@ -198,7 +200,7 @@ def claim(
         operator.or_, (Q(workflow=name, version=version) for name, version in workflows)
     )
     due = Q(wake_at__lte=now) & (
-        Q(lease_until__isnull=True) | (Q(lease_until__lt=now) & leaselocks.lapsed_lease_free(using))
+        Q(lease_until__isnull=True) | (Q(lease_until__lt=now) & backend(using).lapsed_lease_free())
     )
     # Without limits, hand-written SQL on the servers (one statement on PostgreSQL, one
     # transaction on MySQL and MariaDB): the leased instances' journals can be read after it
@@ -206,8 +208,7 @@ def claim(
     fast = (
         NotImplemented
         if concurrency or rates
-        else vendor.fast_claim(
-            using,
+        else backend(using).fast_claim(
             owner=owner,
             token=token,
             now=now,
@@ -219,7 +220,7 @@ def claim(
     if fast is not NotImplemented:
         return _decoded(Claim(fast[0], fast[1], _journals(using, fast[0])))
     with transaction.atomic(using=using):
-        vendor.take_write_lock(using)
+        backend(using).take_write_lock()
         if concurrency or rates:
             ids = limits.pick(
                 using,
@@ -301,7 +302,7 @@ class Renewal:
     busy: list[str] = field(default_factory=list)
 
 
-@vendor.retries_deadlocks
+@retries_deadlocks
 def renew(using: str, leases: list[tuple[str, str]], lease_until: datetime) -> Renewal:
     """Extend every lease still held (id, token), without waiting for a row lock: a row another
     transaction holds locked is skipped (SKIP LOCKED) and reported busy if its committed lease
@@ -312,9 +313,9 @@ def renew(using: str, leases: list[tuple[str, str]], lease_until: datetime) -> R
         return Renewal({})
     held = functools.reduce(operator.or_, (Q(pk=id, lease_token=token) for id, token in leases))
     rows = WorkflowInstance.objects.using(using)
-    vendor.read_committed_next(using)
+    backend(using).read_committed_next()
     with transaction.atomic(using=using):
-        vendor.take_write_lock(using)
+        backend(using).take_write_lock()
         locked = rows.filter(held).select_for_update(skip_locked=True)
         ids = list(locked.values_list("id", flat=True))
         if ids:
@@ -331,7 +332,7 @@ def renew(using: str, leases: list[tuple[str, str]], lease_until: datetime) -> R
         return Renewal(flags, sorted(busy))
 
 
-@vendor.retries_deadlocks
+@retries_deadlocks
 def renew_once_unlocked(
     using: str, id: str, token: str, lease_until: Callable[[], datetime | None]
 ) -> LeaseFlags | None:
@@ -343,8 +344,8 @@ def renew_once_unlocked(
     a claim's SKIP LOCKED passes over a row whose lock another transaction waits for."""
     rows = WorkflowInstance.objects.using(using)
     with transaction.atomic(using=using):
-        vendor.take_write_lock(using)
-        leaselocks.await_row_lock(using, id)
+        backend(using).take_write_lock()
+        backend(using).await_row_lock(id)
         found = (
             rows.filter(pk=id, lease_token=token)
             .select_for_update()
@@ -359,7 +360,7 @@ def renew_once_unlocked(
         return LeaseFlags(found[0], found[1], payloads.decode_reason(id, found[2]))
 
 
-@vendor.retries_deadlocks
+@retries_deadlocks
 def write(using: str, id: str, token: str, write: InstanceWrite) -> LeaseFlags | None:
     """Every write of the lease holder, all or nothing, only while `token` is the lease token.
 
@@ -368,19 +369,19 @@ def write(using: str, id: str, token: str, write: InstanceWrite) -> LeaseFlags |
     from .signals import record_signal
 
     write = payloads.encode_write(id, write)
-    fast = vendor.fast_write(using, id, token, write)
+    fast = backend(using).fast_write(id, token, write)
     if fast is not NotImplemented:
         if fast is None:
             return None
         return LeaseFlags(fast[0], fast[1], payloads.decode_reason(id, fast[2]))
     with transaction.atomic(using=using):
-        vendor.take_write_lock(using)
+        backend(using).take_write_lock()
         if write.signal is not None:
-            vendor.lock_signals(using, shared=False)
+            backend(using).lock_signals(shared=False)
         elif write.release is not None and (write.release.waits or write.release.had_waits):
             # Shared with the other writes, exclusive with signals: a signal's wake-up and a
             # write that registers or clears waits never interleave (nor deadlock on MySQL).
-            vendor.lock_signals(using, shared=True)
+            backend(using).lock_signals(shared=True)
         held = WorkflowInstance.objects.using(using).filter(pk=id, lease_token=token)
         flags = held.select_for_update().values_list(
             "cancel_requested", "terminate_requested", "cancel_reason", "awaited"
@@ -398,7 +399,7 @@ def write(using: str, id: str, token: str, write: InstanceWrite) -> LeaseFlags |
                     JournalEntry(instance_id=id, name=name, document=document)
                     for name, document in entries.items()
                 ],
-                **vendor.upsert_kwargs(using, ["instance", "name"], ["document"]),
+                **backend(using).upsert_kwargs(["instance", "name"], ["document"]),
             )
         changes = dict(write.changes)
         if write.signal is not None:
@@ -427,7 +428,7 @@ def write(using: str, id: str, token: str, write: InstanceWrite) -> LeaseFlags |
                 changes["updated_at"] = write.now
             held.update(**changes)
         if awaited and changes.get("status") in FINISHED:
-            vendor.notify_ended(using, id)
+            backend(using).notify_ended(id)
         return LeaseFlags(cancel_requested, terminate_requested, payloads.decode_reason(id, reason))
 
 

@@ -22,7 +22,7 @@ from typing import Any
 from django.db.models import Count, F, Q
 
 from ..models import RateLimitWindow, Status, WorkflowInstance
-from . import vendor
+from .backends import backend
 
 SCAN = 20  # candidates read per slot asked for: room for the ones passed over
 
@@ -76,7 +76,7 @@ def pick(
 
     Takes the concurrency locks, locks the candidates (skipping those another claim holds),
     and takes room in the rate-limit windows of the ones it returns."""
-    vendor.lock_names(using, [f"concurrency:{name}" for name in concurrency])
+    backend(using).lock_names([f"concurrency:{name}" for name in concurrency])
     slots, key_slots = _free_slots(using, now, concurrency)
     full = _full(using, now, concurrency, rates, slots, key_slots)
     candidates = _candidates(
@@ -172,8 +172,8 @@ def _candidates(
     full: Full,
 ) -> list[Candidate]:
     """The due instances with room, in claim order, locked, skipping those another claim holds."""
-    ids = vendor.mysql_claim_candidates(
-        using, now=now, limit=limit, workflows=workflows, where=full.sql()
+    ids = backend(using).claim_candidates(
+        now=now, limit=limit, workflows=workflows, where=full.sql()
     )
     of_workflows = functools.reduce(
         operator.or_, (Q(workflow=name, version=version) for name, version in workflows)
@@ -183,7 +183,7 @@ def _candidates(
         query = rows.filter(due, of_workflows, full.q()).order_by(
             "priority", "wake_at", "created_at", "id"
         )
-        if vendor.skip_locked(using):
+        if backend(using).has_skip_locked:
             query = query.select_for_update(skip_locked=True)
         fields = query.values_list("id", "workflow", "concurrency_key", "rate_limit_key")[:limit]
         return [Candidate(*row) for row in fields]
@@ -283,7 +283,7 @@ def _lock_windows(
     FOR UPDATE first where the unlocked read found the row, else the insert first; a row
     missing after all is inserted (a purge may delete one while this waits for its lock). The insert of a row another claim has just
     inserted leaves it locked for update, not shared: two claims upgrading a shared lock
-    deadlock (see vendor.insert_or_lock)."""
+    deadlock (see Backend.insert_or_lock)."""
     rows = RateLimitWindow.objects.using(using)
     room: dict[WindowId, float] = {}
     for workflow, scope, key in needed:
@@ -300,9 +300,8 @@ def _lock_windows(
                 found = list(row.values_list("window_end", "count"))
                 if found:
                     break
-            vendor.insert_or_lock(
+            backend(using).insert_or_lock(
                 RateLimitWindow(workflow=workflow, scope=scope, key=key, window_end=now, count=0),
-                using,
                 key_field="workflow",
             )
         else:

@@ -14,7 +14,9 @@ from django.db import transaction
 from django.db.models import Max, Min
 
 from ..models import UNFINISHED, JournalEntry, RateLimitWindow, Signal, Wait, WorkflowInstance
-from . import payloads, vendor
+from . import payloads
+from .backends import backend
+from .deadlocks import retries_deadlocks
 
 
 @dataclass(frozen=True)
@@ -35,7 +37,7 @@ def reopen(using: str, id: str, change: Reopen, *, keep_deadline: Any) -> bool:
     """Make a finished instance due again, as one transaction that locks its row: of two
     concurrent retries, one is accepted."""
     with transaction.atomic(using=using):
-        vendor.take_write_lock(using)
+        backend(using).take_write_lock()
         row = (
             WorkflowInstance.objects.using(using)
             .select_for_update()
@@ -58,7 +60,7 @@ def reopen(using: str, id: str, change: Reopen, *, keep_deadline: Any) -> bool:
                     JournalEntry(instance_id=id, name=name, document=document)
                     for name, document in payloads.encode_entries(id, change.entries).items()
                 ],
-                **vendor.upsert_kwargs(using, ["instance", "name"], ["document"]),
+                **backend(using).upsert_kwargs(["instance", "name"], ["document"]),
             )
         Wait.objects.using(using).filter(instance_id=id)._raw_delete(using)
         fields: dict[str, Any] = {
@@ -82,7 +84,7 @@ def delete_instance(using: str, id: str, statuses: list[str]) -> str | None:
     """Delete the instance with its journal and waits if its status is one of `statuses`;
     the status it had, or None. A worker holding its lease finds it gone at its next write."""
     with transaction.atomic(using=using):
-        vendor.take_write_lock(using)
+        backend(using).take_write_lock()
         status = (
             WorkflowInstance.objects.using(using)
             .select_for_update()
@@ -113,13 +115,13 @@ def purge(using: str, *, statuses: list[str], before: datetime, limit: int) -> P
     """Delete up to `limit` instances finished before `before` (oldest first), the signals no
     unfinished instance can take any more, and the rate-limit windows that ended."""
     with transaction.atomic(using=using):
-        vendor.take_write_lock(using)
+        backend(using).take_write_lock()
         candidates = (
             WorkflowInstance.objects.using(using)
             .filter(status__in=statuses, updated_at__lt=before)
             .order_by("updated_at", "id")
         )
-        if vendor.skip_locked(using):
+        if backend(using).has_skip_locked:
             candidates = candidates.select_for_update(skip_locked=True)
         # The rows are locked (or, on SQLite, the database is) until the deletes commit: a
         # retry that reopens one of them waits for the purge, or the purge skips it.
@@ -129,7 +131,7 @@ def purge(using: str, *, statuses: list[str], before: datetime, limit: int) -> P
     # A signal can go once every unfinished instance started after it (an instance only takes
     # signals above its cursor), it is older than `before`, and it is not the newest one.
     with transaction.atomic(using=using):
-        vendor.take_write_lock(using)
+        backend(using).take_write_lock()
         newest = Signal.objects.using(using).aggregate(newest=Max("id"))["newest"] or 0
         lowest = (
             WorkflowInstance.objects.using(using)
@@ -154,16 +156,16 @@ def purge(using: str, *, statuses: list[str], before: datetime, limit: int) -> P
     return Purged(instances, signals, _purge_windows(using, before=before, limit=limit))
 
 
-@vendor.retries_deadlocks
+@retries_deadlocks
 def _purge_windows(using: str, *, before: datetime, limit: int) -> int:
     """Delete up to `limit` rate-limit windows that ended before `before`, passing over those a
     claim locks. On MySQL/MariaDB a claim locks a window by its unique key, then its row, and
     the delete takes them the other way round: when one such claim waits for a window this
     locked, the database breaks the deadlock, and whichever it rolled back runs again."""
     with transaction.atomic(using=using):
-        vendor.take_write_lock(using)
+        backend(using).take_write_lock()
         windows = RateLimitWindow.objects.using(using).filter(window_end__lt=before)
-        if vendor.skip_locked(using):
+        if backend(using).has_skip_locked:
             windows = windows.select_for_update(skip_locked=True)
         window_ids = list(windows.order_by("id").values_list("id", flat=True)[:limit])
         return (

@@ -16,7 +16,8 @@ from django.db.models import F, Q
 
 from .. import codecs
 from ..models import WorkflowSchedule
-from . import vendor
+from .backends import backend
+from .deadlocks import retries_deadlocks
 
 
 def input_at(id: str) -> str:
@@ -47,7 +48,7 @@ def decoded(schedule: WorkflowSchedule) -> WorkflowSchedule:
     return schedule
 
 
-@vendor.retries_deadlocks
+@retries_deadlocks
 def save_schedule(using: str, save: ScheduleSave) -> WorkflowSchedule | None:
     """Insert the schedule unless its id exists, or replace every field of the one whose revision
     is still `expect_revision` (revision + 1). Returns it as stored, or None when the condition
@@ -65,10 +66,10 @@ def save_schedule(using: str, save: ScheduleSave) -> WorkflowSchedule | None:
         "updated_at": save.now,
     }
     with transaction.atomic(using=using):
-        vendor.take_write_lock(using)
+        backend(using).take_write_lock()
         if save.expect_revision is None:
             schedule = WorkflowSchedule(id=save.id, revision=1, created_at=save.now, **fields)
-            if not vendor.insert_ignore(schedule, using):
+            if not backend(using).insert_ignore(schedule):
                 return None
         else:
             if save.release_lease:
@@ -105,7 +106,7 @@ def list_schedules(
     return list(rows[offset : offset + limit])
 
 
-@vendor.retries_deadlocks
+@retries_deadlocks
 def delete_schedule(using: str, id: str, revision: int | None = None) -> bool:
     """Delete the schedule (while its revision is still `revision`, when given): one
     conditional DELETE. QuerySet.delete() is not one when the project has a pre_delete or
@@ -117,7 +118,7 @@ def delete_schedule(using: str, id: str, revision: int | None = None) -> bool:
     return int(rows._raw_delete(using)) > 0
 
 
-@vendor.retries_deadlocks
+@retries_deadlocks
 def claim_schedules(
     using: str,
     *,
@@ -136,9 +137,9 @@ def claim_schedules(
         Q(lease_until__isnull=True) | Q(lease_until__lt=now)
     )
     with transaction.atomic(using=using):
-        vendor.take_write_lock(using)
+        backend(using).take_write_lock()
         candidates = WorkflowSchedule.objects.using(using).filter(due).order_by("wake_at", "id")
-        if vendor.skip_locked(using):
+        if backend(using).has_skip_locked:
             candidates = candidates.select_for_update(skip_locked=True)
         ids = list(candidates.values_list("id", flat=True)[:limit])
         if not ids:
@@ -155,7 +156,7 @@ def claim_schedules(
         )
 
 
-@vendor.retries_deadlocks
+@retries_deadlocks
 def write_schedule(
     using: str,
     id: str,
@@ -175,7 +176,7 @@ def write_schedule(
     return bool(rows.update(revision=F("revision") + 1, **fields))
 
 
-@vendor.retries_deadlocks
+@retries_deadlocks
 def set_paused(
     using: str,
     id: str,

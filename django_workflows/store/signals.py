@@ -11,7 +11,9 @@ from django.db.models import Case, F, Q, Value, When
 
 from ..errors import WorkflowIdConflictError
 from ..models import Signal, Status, Wait, WorkflowInstance
-from . import payloads, vendor
+from . import payloads
+from .backends import backend
+from .deadlocks import retries_deadlocks
 
 
 @dataclass(frozen=True)
@@ -22,7 +24,7 @@ class RecordedSignal:
     key: str | None
 
 
-@vendor.retries_deadlocks
+@retries_deadlocks
 def record_signal(
     using: str,
     *,
@@ -40,7 +42,7 @@ def record_signal(
     """
     with transaction.atomic(using=using, savepoint=False):
         if not locked:
-            vendor.lock_signals(using, shared=False)
+            backend(using).lock_signals(shared=False)
         if dedupe_id is not None:
             # A locking read: on MySQL it sees rows committed after the transaction's snapshot.
             earlier = (

@@ -6,15 +6,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.db import connections
-
 from .. import codecs
 from ..jsonvalues import UnstorableValueError, check_value, dumps
-from . import vendor
-
-MAX_BYTES = {"postgresql": 255 * 1024 * 1024, "sqlite": 1_000_000_000}
-"""The most JSON, in bytes, one value may take: PostgreSQL's jsonb holds at most 255 MiB,
-SQLite a string of a billion bytes; MariaDB and MySQL take what max_allowed_packet allows."""
+from .backends import backend
 
 PACKET_MARGIN = 64 * 1024
 """Room left in a MariaDB/MySQL packet for the rest of the statement around a value."""
@@ -27,8 +21,7 @@ def to_json(value: Any, what: str, *, using: str | None = None) -> Any:
     ValueError) naming it and where in it the problem is for a lone surrogate, a NUL on
     PostgreSQL, nesting deeper than MAX_DEPTH, or more bytes than the database `using` takes.
     """
-    kind = connections[using].vendor if using is not None else None
-    check_value(value, what, nul=kind == "postgresql")
+    check_value(value, what, nul=using is not None and backend(using).rejects_nul)
     text = dumps(value, what)
     if using is not None:
         check_size(text, what, using)
@@ -38,7 +31,8 @@ def to_json(value: Any, what: str, *, using: str | None = None) -> Any:
 def check_size(text: str, what: str, using: str) -> None:
     """Refuse JSON text larger than the database `using` takes in one value, with
     UnstorableValueError naming `what`, the size and the limit."""
-    packet = vendor.max_allowed_packet(using)
+    store = backend(using)
+    packet = store.max_allowed_packet()
     if packet is not None:
         # The driver sends the text as an escaped SQL literal: a quote or backslash takes two.
         length = len(text) + text.count("\\") + text.count('"') + text.count("'")
@@ -51,7 +45,7 @@ def check_size(text: str, what: str, using: str) -> None:
         )
     else:
         length = len(text)
-        limit = MAX_BYTES.get(connections[using].vendor, MAX_BYTES["sqlite"])
-        why = f"{connections[using].display_name} stores in one value ({limit} bytes)"
+        limit = store.max_value_bytes
+        why = f"{store.connection.display_name} stores in one value ({limit} bytes)"
     if length > limit:
         raise UnstorableValueError(f"{what} takes {length} bytes as JSON, more than {why}.")

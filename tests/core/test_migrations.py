@@ -16,13 +16,13 @@ from django.db import connection
 
 import django_workflows as wf
 from django_workflows.checks import check_database
-from django_workflows.collations import (
+from django_workflows.models import WorkflowInstance
+from django_workflows.store.backends.mysql_collations import (
     PADDED_BINARY,
     exact_collation,
     key_columns,
     move_key_columns,
 )
-from django_workflows.models import WorkflowInstance
 
 pytestmark = pytest.mark.django_db(transaction=True)  # ALTER TABLE commits on MySQL
 

@@ -14,7 +14,7 @@ from django.utils import timezone
 import django_workflows as wf
 from django_workflows.models import JournalEntry, WorkflowInstance
 from django_workflows.registry import registry
-from django_workflows.store import vendor
+from django_workflows.store.backends import backend
 
 from .conftest import interrupt_the_lock_waiter
 
@@ -141,7 +141,7 @@ def test_an_interrupted_suspension_is_recorded_again(world, fault):
     with transaction.atomic():
         # The signal lock, held as a signal's write holds it: the suspension, which registers
         # its wait under that lock, waits for it, and the test interrupts it.
-        vendor.lock_signals("default", shared=False)
+        backend("default").lock_signals(shared=False)
         world.go_on.set()
         interrupt_the_lock_waiter(fault)
     finish(drainer)

@@ -302,15 +302,15 @@ def test_the_first_lockers_of_a_lock_row_never_deadlock(lock):
     from django.db import transaction
 
     from django_workflows.models import StoreLock
-    from django_workflows.store import vendor
+    from django_workflows.store.backends import backend
 
     def take() -> str:
         try:
             with transaction.atomic():
                 if lock == "concurrency":
-                    vendor.lock_names("default", ["concurrency:new-workflow"])
+                    backend("default").lock_names(["concurrency:new-workflow"])
                 else:
-                    vendor.lock_signals("default", shared=False)
+                    backend("default").lock_signals(shared=False)
         except Exception as error:  # a deadlock, reported below with the others
             return repr(error)
         return "locked"

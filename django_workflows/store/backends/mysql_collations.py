@@ -5,7 +5,8 @@ MySQL's and MariaDB's `utf8mb4_bin` compares bytes, but it is a PAD SPACE collat
 The key columns use MariaDB's `utf8mb4_nopad_bin` or MySQL's `utf8mb4_0900_bin` instead, set on
 the column whatever the database's default collation (PostgreSQL and SQLite compare exactly
 already). Migration 0003 moves the columns of tables created before it, and the system check
-W002 names a key column still on a collation that is not exact.
+W002 names a key column still on a collation that is not exact. Every function here but
+key_columns is for a MySQL or MariaDB connection (the MySQL backend calls them).
 """
 
 from __future__ import annotations
@@ -14,19 +15,23 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from django.core.checks import CheckMessage, Warning
+
 MARIADB_EXACT = "utf8mb4_nopad_bin"  # MariaDB 10.2 and later
 MYSQL_EXACT = "utf8mb4_0900_bin"  # MySQL 8.0.17 and later
 PADDED_BINARY = "utf8mb4_bin"  # what MySQL before 8.0.17 has closest: exact but for trailing spaces
 
 
-def exact_collation(connection: Any) -> str | None:
-    """The collation of a key column on this connection's database; None where the database's
-    own comparisons are exact (PostgreSQL, SQLite)."""
-    if connection.vendor != "mysql":
-        return None
-    if connection.mysql_is_mariadb:
+def collation_for(mariadb: bool, version: tuple[int, ...]) -> str:
+    """The collation of a key column on MariaDB (`mariadb`) or MySQL of `version`."""
+    if mariadb:
         return MARIADB_EXACT
-    return MYSQL_EXACT if connection.mysql_version >= (8, 0, 17) else PADDED_BINARY
+    return MYSQL_EXACT if version >= (8, 0, 17) else PADDED_BINARY
+
+
+def exact_collation(connection: Any) -> str:
+    """The collation of a key column on this MySQL or MariaDB connection's database."""
+    return collation_for(connection.mysql_is_mariadb, connection.mysql_version)
 
 
 @dataclass(frozen=True)
@@ -67,10 +72,7 @@ def key_columns(models: Iterable[Any]) -> set[tuple[str, str]]:
 
 def inexact_columns(connection: Any, models: Iterable[Any]) -> list[Column]:
     """The key columns of `models` (the tables that exist) whose collation does not compare
-    exactly: PAD SPACE (trailing spaces ignored), or not binary (case ignored). Empty off
-    MySQL and MariaDB."""
-    if connection.vendor != "mysql":
-        return []
+    exactly: PAD SPACE (trailing spaces ignored), or not binary (case ignored)."""
     wanted = key_columns(models)
     with connection.cursor() as cursor:
         found = _columns(cursor, {table for table, _ in wanted})
@@ -89,11 +91,9 @@ def move_key_columns(
     """Move every key column of `models` that is not on `collation` (default: the exact one)
     onto it, with the columns of the foreign keys from or to them (MySQL and MariaDB refuse a
     foreign key between columns of two collations, and to change a referenced column's
-    collation: those constraints are dropped first and made again after). A no-op off MySQL
-    and MariaDB, and where every column is on it already."""
+    collation: those constraints are dropped first and made again after). A no-op where every
+    column is on it already."""
     connection = schema_editor.connection
-    if connection.vendor != "mysql":
-        return
     exact = collation or exact_collation(connection)
     wanted = key_columns(models)
     with connection.cursor() as cursor:
@@ -137,6 +137,35 @@ def move_key_columns(
             f"({quote(key.column)}) REFERENCES {quote(key.target_table)} "
             f"({quote(key.target_column)}) ON UPDATE {key.on_update} ON DELETE {key.on_delete}"
         )
+
+
+def check_collations(
+    alias: str, connection: Any, models: Iterable[Any], exact: str
+) -> list[CheckMessage]:
+    """W002: key columns on a PAD SPACE collation (`"a "` equals `"a"`) or one that is not
+    binary, as tables created before migration 0003 have them (`exact`: the exact one)."""
+    columns = inexact_columns(connection, models)
+    if not columns:
+        return []
+    listed = ", ".join(f"{c.table}.{c.name} ({c.collation})" for c in columns)
+    if exact == PADDED_BINARY:
+        hint = f"Use MySQL 8.0.17 or newer, whose {MYSQL_EXACT} compares exactly."
+    else:
+        hint = (
+            f"Run `manage.py migrate django_workflows`: migration 0003_exact_keys moves them "
+            f"onto {exact}. Where it is applied already (tables restored from an older dump), "
+            f"apply it again: `manage.py migrate django_workflows 0002`, then "
+            f"`manage.py migrate django_workflows`."
+        )
+    return [
+        Warning(
+            f"The workflow database {alias!r} compares {len(columns)} id, name and key "
+            f"column(s) inexactly (trailing spaces or case ignored), so that a signal keyed "
+            f'"user-1 " would wake the wait for "user-1": {listed}.',
+            hint=hint,
+            id="django_workflows.W002",
+        )
+    ]
 
 
 def _columns(cursor: Any, tables: set[str]) -> list[Column]:

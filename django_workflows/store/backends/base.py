@@ -1,0 +1,235 @@
+"""The interface every database backend of the store implements, with the generic paths.
+
+A backend is chosen once per database alias (store.backends.backend) and knows every statement
+that differs between databases: the claim and the lease holder's fenced write by hand-written
+SQL, the signal lock and the name locks, SQLite's write lock, upserts, NOTIFY/LISTEN, and the
+lease lock of a renewal that waits for a row lock. This base class is also the backend of a
+database with none of its own: the ORM's generic paths, and no lock beyond the rows' own.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from django.core.checks import CheckMessage
+from django.db import connections
+from django.db.models import Model, Q
+from django.db.models.constants import OnConflict
+from django.db.models.fields import AutoFieldMixin
+from django.db.models.sql import InsertQuery
+
+if TYPE_CHECKING:
+    from django.db.backends.base.base import BaseDatabaseWrapper
+
+    from ..instances import InstanceWrite
+
+NOTIFY_CHANNEL = "django_workflows"
+"""Where a start or signal wakes the workers of other processes (see Backend.notify)."""
+
+ENDED_CHANNEL = "django_workflows_ended"
+"""Where an instance's end wakes result() in other processes (see Backend.notify_ended)."""
+
+
+class Backend:
+    """The store's statements for the database `alias`: one instance per alias, shared by every
+    thread (each method takes the thread's own connection)."""
+
+    has_advisory_locks = False
+    """Transaction-scoped advisory locks order signals, name locks and lease locks (PostgreSQL)."""
+
+    has_listen_notify = False
+    """Committed starts, signals and ends reach other processes at once (PostgreSQL)."""
+
+    uses_lock_rows = False
+    """Signals and name locks lock rows of the StoreLock table (MySQL, MariaDB)."""
+
+    serializes_writes = False
+    """One writer at a time for the whole database (SQLite): run one worker process."""
+
+    rejects_nul = False
+    """JSON values cannot hold a NUL character (PostgreSQL's jsonb)."""
+
+    max_value_bytes = 1_000_000_000
+    """The most JSON, in bytes, one value may take (SQLite: a string of a billion bytes);
+    see max_allowed_packet for the databases whose limit is the server's packet."""
+
+    exact_collation: str | None = None
+    """The collation of an id, name or key column; None where comparisons are exact anyway."""
+
+    def __init__(self, alias: str) -> None:
+        self.alias = alias
+
+    @property
+    def connection(self) -> BaseDatabaseWrapper:
+        """This thread's connection to the database."""
+        return connections[self.alias]
+
+    @functools.cached_property
+    def has_skip_locked(self) -> bool:
+        """Whether claims can SELECT ... FOR UPDATE SKIP LOCKED (SQLite serializes instead)."""
+        features = self.connection.features
+        return bool(features.has_select_for_update and features.has_select_for_update_skip_locked)
+
+    def check(self) -> list[CheckMessage]:
+        """The system checks of this database (manage.py check --database)."""
+        return []
+
+    # Locks, each held until the end of the current transaction.
+
+    def take_write_lock(self) -> None:
+        """Take the database's write lock at the start of a store transaction, where one
+        writer at a time writes (SQLite); a no-op elsewhere."""
+
+    def lock_signals(self, *, shared: bool) -> None:
+        """Take the signal lock until the end of the current transaction.
+
+        Signals take it exclusively, writes that register waits take it shared: signal ids then
+        become visible in id order, and a signal never slips past an instance that is
+        suspending. Without a lock of the database's own, the rows' locks are all there is."""
+        self.take_write_lock()
+
+    def lock_names(self, names: list[str]) -> None:
+        """Exclusive transaction-scoped locks on `names`, taken in sorted order (claims under
+        limits)."""
+
+    def await_row_lock(self, id: str) -> None:
+        """Before a renewal that waits for the lock another transaction holds on instance
+        `id`: for the rest of the transaction, wait for row locks as long as they are held,
+        and keep claims off the instance meanwhile (see lapsed_lease_free)."""
+
+    def lapsed_lease_free(self) -> Q:
+        """The condition (with lease_until < now) for a claim to take an instance whose lease
+        has lapsed: that no renewal waits for its row (await_row_lock). Always true here."""
+        return Q()
+
+    # Inserts and upserts by the ORM's own statements.
+
+    def insert_ignore(self, obj: Model) -> bool:
+        """INSERT the row unless its key exists (ON CONFLICT DO NOTHING / INSERT IGNORE / OR
+        IGNORE). Returns whether it inserted. Never catches a duplicate-key error: inside the
+        caller's transaction on PostgreSQL that would abort the whole transaction."""
+        return insert(obj, self.alias, OnConflict.IGNORE, []) == 1
+
+    def insert_or_lock(self, obj: Model, key_field: str) -> None:
+        """INSERT the row unless its unique key exists; the caller locks it FOR UPDATE next.
+        PostgreSQL's ON CONFLICT DO NOTHING waits for the inserting transaction and takes no
+        lock; SQLite has one writer at a time."""
+        self.insert_ignore(obj)
+
+    def upsert_kwargs(self, unique_fields: list[str], update_fields: list[str]) -> dict[str, Any]:
+        """bulk_create() arguments for an upsert (MySQL's ON DUPLICATE KEY UPDATE takes no
+        target)."""
+        kwargs: dict[str, Any] = {"update_conflicts": True, "update_fields": update_fields}
+        if self.connection.features.supports_update_conflicts_with_target:
+            kwargs["unique_fields"] = unique_fields
+        return kwargs
+
+    # Hand-written fast paths: NotImplemented where the store takes the ORM's path.
+
+    def claim_candidates(
+        self,
+        *,
+        now: Any,
+        limit: int,
+        workflows: list[tuple[str, int]],
+        where: tuple[str, list[Any]] = ("", []),
+    ) -> Any:
+        """The ids a claim under limits leases, locked, in claim order; NotImplemented where
+        the ORM's query finds them (`where`: a condition's SQL and its parameters)."""
+        return NotImplemented
+
+    def fast_claim(
+        self,
+        *,
+        owner: str,
+        token: str,
+        now: Any,
+        lease_until: Any,
+        limit: int,
+        workflows: list[tuple[str, int]],
+    ) -> Any:
+        """A claim without limits by hand-written SQL, leasing up to `limit` due instances of
+        `workflows` to `owner` with `token` until `lease_until`: (instances, last signal id),
+        or NotImplemented."""
+        return NotImplemented
+
+    def fast_write(self, id: str, token: str, write: InstanceWrite) -> Any:
+        """The lease holder's write by hand-written SQL, when it needs no signal lock (it
+        records no signal and registers or clears no waits): lock the row by its lease token,
+        upsert the journal entries, change the instance, return the flags (None: the lease is
+        gone). NotImplemented where the store takes the general path."""
+        return NotImplemented
+
+    # Transactions and statements.
+
+    def read_committed_next(self) -> None:
+        """Outside a transaction, run the next one under READ COMMITTED, whatever the
+        session's level, where the default level is stricter (MySQL, MariaDB)."""
+
+    def transaction_isolation(self) -> str | None:
+        """The isolation level of the current transaction where the store relies on it
+        (PostgreSQL), else None."""
+        return None
+
+    def max_allowed_packet(self) -> int | None:
+        """The largest statement the server takes, where that limits a value (MySQL,
+        MariaDB); None elsewhere."""
+        return None
+
+    def is_deadlock(self, error: BaseException) -> bool:
+        """Whether the database broke a deadlock by rolling this transaction back."""
+        return False
+
+    # Waking other processes.
+
+    def notify(self) -> None:
+        """Wake the workers of other processes when the transaction commits, where the
+        database can (has_listen_notify)."""
+
+    def notify_ended(self, instance_id: str) -> None:
+        """Wake result() waiting in other processes for `instance_id`, at the commit."""
+
+    def listen(
+        self,
+        wake: Callable[[str], None],
+        stop: threading.Event,
+        channel: str = NOTIFY_CHANNEL,
+    ) -> None:
+        """Call `wake(payload)` for every notification on `channel` until `stop` is set; returns
+        at once where the database has none (has_listen_notify)."""
+
+    # Schema.
+
+    def create_lock_rows(self) -> None:
+        """After migrate (and a test database's flush): the lock rows that lockers expect to
+        find (uses_lock_rows)."""
+
+    def move_key_columns(
+        self, schema_editor: Any, models: Iterable[Any], collation: str | None = None
+    ) -> None:
+        """Move the key columns of `models` onto `collation` (default: exact_collation), where
+        the database's comparisons are not exact anyway (migration 0003); a no-op here."""
+
+
+def insert(obj: Model, using: str, on_conflict: OnConflict, update_fields: list[Any]) -> int:
+    """INSERT `obj` with the ORM's statement for `on_conflict`; returns the rows inserted."""
+    model = type(obj)
+    fields = [
+        f
+        for f in model._meta.local_concrete_fields
+        if not getattr(f, "generated", False)
+        and not (isinstance(f, AutoFieldMixin) and getattr(obj, f.attname) is None)
+    ]
+    query = InsertQuery(model, on_conflict=on_conflict, update_fields=update_fields)
+    query.insert_values(fields, [obj])
+    connection = connections[using]
+    compiler = query.get_compiler(using=using)
+    inserted = 0
+    with connection.cursor() as cursor:
+        for sql, params in compiler.as_sql():
+            cursor.execute(sql, params)
+            inserted += max(cursor.rowcount, 0)
+    return inserted

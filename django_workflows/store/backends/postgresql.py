@@ -1,0 +1,226 @@
+"""PostgreSQL: transaction-scoped advisory locks, NOTIFY/LISTEN, and the claim and the lease
+holder's write each as one statement."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from django.core.checks import CheckMessage, Error
+from django.db.models import BooleanField, Q
+from django.db.models.expressions import RawSQL
+from django.db.models.lookups import Exact
+
+from ...models import FINISHED, JournalEntry, Signal, Status, WorkflowInstance
+from .base import ENDED_CHANNEL, NOTIFY_CHANNEL, Backend
+from .writes import UNSET, fast_writable, write_changes
+
+if TYPE_CHECKING:
+    from ..instances import InstanceWrite
+
+logger = logging.getLogger("django_workflows")
+
+# pg_advisory_xact_lock keys: a fixed pair of ints, so other advisory-lock users can stay clear.
+LOCK_CLASS = 0x44575746  # "DWWF": (LOCK_CLASS, SIGNAL_LOCK), (LOCK_CLASS, hashtext(name))
+SIGNAL_LOCK = 1
+LEASE_CLASS = 0x4457574C  # "DWWL": (LEASE_CLASS, hashtext(instance id)), see await_row_lock
+
+_DEADLOCK_STATES = {"40P01", "40001"}  # deadlock_detected, serialization_failure
+_JSON_COLUMNS = {"input", "output", "error", "custom_status"}
+
+
+class PostgreSQLBackend(Backend):
+    """PostgreSQL: signals and limits ordered by advisory locks, other processes woken by
+    NOTIFY, the hot claim and write in one statement each."""
+
+    has_advisory_locks = True
+    has_listen_notify = True
+    rejects_nul = True
+    max_value_bytes = 255 * 1024 * 1024  # what jsonb holds at most
+
+    def check(self) -> list[CheckMessage]:
+        """E004: transactions stricter than READ COMMITTED."""
+        connection = self.connection
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW default_transaction_isolation")
+            level = cursor.fetchone()[0]
+        configured = connection.settings_dict.get("OPTIONS", {}).get("isolation_level")
+        if level == "read committed" and configured in (None, 1):
+            return []
+        return [
+            Error(
+                f"The workflow database {self.alias!r} runs transactions at {level.upper()}: the "
+                f"store relies on READ COMMITTED, PostgreSQL's default.",
+                id="django_workflows.E004",
+            )
+        ]
+
+    def lock_signals(self, *, shared: bool) -> None:
+        function = "pg_advisory_xact_lock_shared" if shared else "pg_advisory_xact_lock"
+        with self.connection.cursor() as cursor:
+            cursor.execute(f"SELECT {function}(%s, %s)", [LOCK_CLASS, SIGNAL_LOCK])
+
+    def lock_names(self, names: list[str]) -> None:
+        with self.connection.cursor() as cursor:
+            for name in sorted(set(names)):
+                cursor.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", [LOCK_CLASS, name])
+
+    def await_row_lock(self, id: str) -> None:
+        """No lock or statement timeout for the rest of the transaction, and the instance's
+        lease lock: a transaction that updated the row leaves a new row version, which the
+        waiting renewal locks only after it wakes up, and meanwhile claims would pass over the
+        instance all the same (lapsed_lease_free keeps them off)."""
+        with self.connection.cursor() as cursor:
+            cursor.execute("SET LOCAL lock_timeout = 0")
+            cursor.execute("SET LOCAL statement_timeout = 0")
+            cursor.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", [LEASE_CLASS, id])
+
+    def lapsed_lease_free(self) -> Q:
+        """That no renewal holds the instance's lease lock (await_row_lock). Evaluated only for
+        lapsed leases, each lock held until the claim commits."""
+        table = self.connection.ops.quote_name(WorkflowInstance._meta.db_table)
+        sql = f"pg_try_advisory_xact_lock(%s, hashtext({table}.id))"
+        return Q(Exact(RawSQL(sql, [LEASE_CLASS], output_field=BooleanField()), True))
+
+    def transaction_isolation(self) -> str | None:
+        with self.connection.cursor() as cursor:
+            cursor.execute("SHOW transaction_isolation")
+            return str(cursor.fetchone()[0])
+
+    def is_deadlock(self, error: BaseException) -> bool:
+        cause = error.__cause__ or error
+        return getattr(cause, "sqlstate", None) in _DEADLOCK_STATES
+
+    def notify(self) -> None:
+        with self.connection.cursor() as cursor:
+            cursor.execute("SELECT pg_notify(%s, '')", [NOTIFY_CHANNEL])
+
+    def notify_ended(self, instance_id: str) -> None:
+        with self.connection.cursor() as cursor:
+            cursor.execute("SELECT pg_notify(%s, %s)", [ENDED_CHANNEL, instance_id])
+
+    def listen(
+        self,
+        wake: Callable[[str], None],
+        stop: threading.Event,
+        channel: str = NOTIFY_CHANNEL,
+    ) -> None:
+        """LISTEN on a connection of its own, outside Django's, in autocommit mode; on a
+        failure, connect again 5 seconds later."""
+        connection = self.connection
+        while not stop.is_set():
+            try:
+                raw = connection.get_new_connection(connection.get_connection_params())
+                try:
+                    raw.autocommit = True
+                    raw.execute(f"LISTEN {channel}")
+                    while not stop.is_set():
+                        for notify in raw.notifies(timeout=1.0):
+                            wake(notify.payload)
+                finally:
+                    raw.close()
+            except Exception:
+                logger.exception("Listening for PostgreSQL notifications failed; retrying in 5s.")
+                stop.wait(5)
+
+    def fast_write(self, id: str, token: str, write: InstanceWrite) -> Any:
+        """One statement: lock the row in a CTE, upsert the entries, update, notify, return."""
+        if not fast_writable(write):
+            return NotImplemented
+        instances = WorkflowInstance._meta.db_table
+        journal = JournalEntry._meta.db_table
+        params: list[Any] = [id, token]
+        parts = [
+            f"WITH held AS (SELECT id, cancel_requested, terminate_requested, cancel_reason, "
+            f"awaited FROM {instances} WHERE id = %s AND lease_token = %s FOR UPDATE)"
+        ]
+        rows = [
+            {"name": name, "document": document, "guarded": False}
+            for name, document in write.entries.items()
+        ] + [
+            {"name": name, "document": document, "guarded": True}
+            for name, document in write.guarded_entries.items()
+        ]
+        if rows:
+            parts.append(
+                f", written AS (INSERT INTO {journal} (instance_id, name, document) "
+                f"SELECT held.id, e.name, e.document FROM held, ROWS FROM (jsonb_to_recordset(%s::jsonb) "
+                f"AS (name text, document jsonb, guarded boolean)) WITH ORDINALITY "
+                f"AS e(name, document, guarded, n) "
+                f"WHERE NOT e.guarded OR NOT (held.cancel_requested OR held.terminate_requested) "
+                f"ORDER BY e.n ON CONFLICT (instance_id, name) DO UPDATE SET document = EXCLUDED.document "
+                f"RETURNING 1)"
+            )
+            params.append(json.dumps(rows))
+        changes, wake_at = write_changes(write)
+        sets: list[str] = []
+        values: list[Any] = []
+        for name, value in changes.items():
+            column = WorkflowInstance._meta.get_field(name).column  # type: ignore[union-attr]
+            if name in _JSON_COLUMNS:
+                sets.append(f"{column} = %s::jsonb")
+                values.append(None if value is None else json.dumps(value))
+            else:
+                sets.append(f"{column} = %s")
+                values.append(value)
+        if wake_at is not UNSET:
+            sets.append("wake_at = CASE WHEN held.cancel_requested THEN %s ELSE %s END")
+            values += [write.now, wake_at]
+        if sets:
+            parts.append(
+                f", changed AS (UPDATE {instances} AS i SET {', '.join(sets)} "
+                f"FROM held WHERE i.id = held.id RETURNING 1)"
+            )
+            params += values
+        select = " SELECT cancel_requested, terminate_requested, cancel_reason"
+        if changes.get("status") in FINISHED:  # result() in other processes wakes at the commit
+            select += ", (SELECT pg_notify(%s, held.id) WHERE held.awaited)"
+            params.append(ENDED_CHANNEL)
+        parts.append(select + " FROM held")
+        with self.connection.cursor() as cursor:
+            cursor.execute("".join(parts), params)
+            row = cursor.fetchone()
+            return None if row is None else row[:3]
+
+    def fast_claim(
+        self,
+        *,
+        owner: str,
+        token: str,
+        now: Any,
+        lease_until: Any,
+        limit: int,
+        workflows: list[tuple[str, int]],
+    ) -> Any:
+        """One statement: pick the due candidates FOR UPDATE SKIP LOCKED, lease them, and
+        return them with the last signal id.
+
+        The last signal id comes from the statement's snapshot: a signal committed after it has
+        a higher id, and the release's check for signals above the cursor catches it.
+        """
+        instances = WorkflowInstance._meta.db_table
+        signals = Signal._meta.db_table
+        columns = ", ".join(f"i.{field.column}" for field in WorkflowInstance._meta.concrete_fields)
+        pairs = " OR ".join("(workflow = %s AND version = %s)" for _ in workflows)
+        sql = (
+            f"WITH picked AS (SELECT id FROM {instances} "
+            f"WHERE wake_at <= %s AND (lease_until IS NULL OR (lease_until < %s "
+            f"AND pg_try_advisory_xact_lock(%s, hashtext(id)))) AND ({pairs}) "
+            f"ORDER BY priority, wake_at, created_at, id LIMIT %s FOR UPDATE SKIP LOCKED) "
+            f"UPDATE {instances} AS i SET lease_token = %s, lease_owner = %s, lease_until = %s, "
+            f"runs = i.runs + 1, updated_at = %s, "
+            f"status = CASE WHEN i.status = %s THEN i.status ELSE %s END "
+            f"FROM picked WHERE i.id = picked.id "
+            f"RETURNING {columns}, (SELECT COALESCE(MAX(id), 0) FROM {signals}) AS last_signal_id"
+        )
+        params: list[Any] = [now, now, LEASE_CLASS]  # see lapsed_lease_free
+        for name, version in workflows:
+            params += [name, version]
+        params += [limit, token, owner, lease_until, now, Status.COMPENSATING, Status.RUNNING]
+        claimed = list(WorkflowInstance.objects.using(self.alias).raw(sql, params))
+        claimed.sort(key=lambda i: (i.priority, i.wake_at, i.created_at, i.id))
+        last = getattr(claimed[0], "last_signal_id", 0) if claimed else 0
+        return claimed, last

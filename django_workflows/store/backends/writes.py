@@ -1,0 +1,44 @@
+"""What the hand-written fast writes of the server backends share: which writes may take them,
+and the columns a write changes."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ...models import FINISHED, Status
+
+if TYPE_CHECKING:
+    from ..instances import InstanceWrite
+
+UNSET: Any = object()
+"""The wake time of a write that does not suspend (write_changes)."""
+
+
+def fast_writable(write: InstanceWrite) -> bool:
+    """Whether a write can take a fast path: it needs no signal lock (records no signal,
+    registers or clears no waits)."""
+    if write.signal is not None:
+        return False
+    return write.release is None or not (write.release.waits or write.release.had_waits)
+
+
+def write_changes(write: InstanceWrite) -> tuple[dict[str, Any], Any]:
+    """The instance's new column values, and the wake time of a suspension (UNSET if it does
+    not suspend): a cancel requested meanwhile makes it due at once, decided under the lock."""
+    release = write.release
+    changes = dict(write.changes)
+    wake_at: Any = UNSET
+    if release is not None:
+        status = changes.get("status")
+        changes.update(lease_token=None, lease_until=None)
+        if status in FINISHED:
+            changes["wake_at"] = None
+        elif status == Status.SUSPENDED and not release.hold:
+            wake_at = release.wake_at
+        else:
+            changes["wake_at"] = release.wake_at
+    elif write.lease_until is not None:
+        changes["lease_until"] = write.lease_until
+    if changes and set(changes) - {"lease_until"} or wake_at is not UNSET:
+        changes["updated_at"] = write.now
+    return changes, wake_at
