@@ -277,7 +277,7 @@ def start_occurrence(
 
     Raises WorkflowIdConflictError when an instance that this schedule did not start holds the
     id (start() refuses such ids now; older code took them)."""
-    from .client import start_instance
+    from .instances import start_instance
 
     if definition is None:
         definition = _definition(schedule)

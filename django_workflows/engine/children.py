@@ -14,7 +14,7 @@ import hashlib
 import json
 from typing import TYPE_CHECKING, Any
 
-from .. import errors
+from .. import errors, instances
 from ..durations import Duration
 from ..models import KEY_LENGTH, UNFINISHED, Status, WorkflowInstance
 from ..registry import registry
@@ -46,7 +46,6 @@ def start_child(
     rate_limit_key: str | None,
 ) -> ChildHandle:
     """Start the child once (a replay gets the same one back) and return its handle."""
-    from ..client import check_key, start_instance
     from .context import ChildHandle
 
     x._guard_step("ctx.start_child()")
@@ -57,7 +56,7 @@ def start_child(
     definition = registry.resolve(workflow, version)
     if id is None:
         id = _default_id(x, definition.name)
-    check_key("The child's id", id, x.using)
+    instances.check_key("The child's id", id, x.using)
     name = f"$child:{id}"
     position, entry = x.enter(name, "child")
     if entry is not None and entry["status"] == journal.COMPLETED:
@@ -67,7 +66,7 @@ def start_child(
     inherited = priority if priority is not None else (x.instance.priority or None)
     now = x.now()
     x.store_call(
-        lambda: start_instance(
+        lambda: instances.start_instance(
             definition,
             value,
             id=id,
@@ -181,16 +180,13 @@ def close_children(using: str, parent_id: str, *, why: str) -> None:
     """Apply each unfinished child's `parent_close`: cancel it, terminate it, or leave it.
 
     Repeatable: a request made before is refused, not repeated."""
-    from .. import client
-
     children = WorkflowInstance.objects.using(using).filter(
         parent_id=parent_id, status__in=UNFINISHED
     )
     for child_id, close in children.values_list("id", "parent_close"):
         if close == "abandon":
             continue
-        request = client.terminate if close == "terminate" else client.cancel
         try:
-            request(child_id, reason=why, using=using)
+            instances.request_cancel(child_id, why, terminate=close == "terminate", using=using)
         except errors.WorkflowNotFoundError:
             pass  # deleted in the meantime

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextvars
 import copy
 import hashlib
 import inspect
@@ -20,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from .. import errors
 from ..definitions import ScheduleOccurrence, WorkflowSignal
 from ..durations import Duration, parse_duration
+from ..instances import check_key
 from ..jsonvalues import size
 from ..models import JOURNAL_NAME_LENGTH, KEY_LENGTH
 from ..results import WaitOutcome
@@ -31,12 +31,6 @@ if TYPE_CHECKING:
     from .execution import Execution
 
 CUSTOM_STATUS_LIMIT = 16 * 1024
-
-# The step whose function runs in this thread, if any: start() and signal() derive their ids
-# from it (a step runs at least once, and its repeat must start and send nothing twice).
-running_step: contextvars.ContextVar[StepContext | None] = contextvars.ContextVar(
-    "django_workflows_running_step", default=None
-)
 
 
 @dataclass(frozen=True)
@@ -315,8 +309,6 @@ class WorkflowContext:
         if key is not None and not isinstance(key, str):
             raise errors.WorkflowDefinitionError(f"A signal key must be a string, not {key!r}.")
         name = _signal_name(signal)
-        from ..client import check_key
-
         check_key("The signal name", name, self._x.using)
         check_key("The signal key", key, self._x.using)
         return SignalCondition(name, key, match)

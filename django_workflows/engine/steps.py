@@ -15,8 +15,9 @@ from django.db import connections
 from .. import errors
 from ..jsonvalues import UnstorableValueError
 from ..retries import default_retry
+from ..scope import running_step
 from . import journal
-from .context import StepContext, running_step
+from .context import StepContext
 from .runtime import Compensation, Runtime
 
 logger = logging.getLogger("django_workflows")
