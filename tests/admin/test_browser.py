@@ -145,8 +145,8 @@ def test_a_staff_user_without_the_retry_permission_is_not_offered_the_action(
 def test_terminate_asks_for_confirmation_in_the_browser(
     browser, live_server, workflow_clock, world, django_user_model
 ):
-    from selenium.webdriver.common.by import By
     from selenium.common.exceptions import WebDriverException
+    from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
     wf.start("order-fulfilment", order("3f9a1c"), id="order-3f9a1c")
