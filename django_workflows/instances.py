@@ -1,5 +1,6 @@
 """Creating an instance, checking a key and requesting a cancel: what the client and the
-engine both do (a parent starts and cancels its children), below both of them.
+engine both do (a parent starts and cancels its children), below both of them; and a row as
+the client returns it (instance_status), which a cancel returns too.
 
 The client's start(), cancel() and terminate() and the engine's children call these; so does a
 schedule's occurrence. Every write joins the caller's transaction and wakes the workers at commit.

@@ -21,7 +21,7 @@ from ..store.signals import signals_for
 from ..store.values import to_json
 from .faults import call_store
 from .interrupts import LeaseLost, Unreadable
-from .status import CustomStatus
+from .status import UNSET
 from .stops import Stops
 from .threads import OwnerCalls
 
@@ -51,7 +51,8 @@ class Runtime(Stops):
         self.last_signal_id = last_signal_id
         self.lease_duration = lease_duration
         self.compensations: list[Compensation] = []  # see compensations.py
-        self.status = CustomStatus(instance.custom_status)
+        self.custom_status = instance.custom_status  # as written; status.py sets the desired one
+        self.desired_status: Any = UNSET
         self.calls = OwnerCalls(self._owner)
         self._signals: dict[tuple[str, str | None], list[Any]] = {}
         self._lease_extended: datetime | None = clock.now()  # the claim just set the lease
@@ -106,9 +107,11 @@ class Runtime(Stops):
     ) -> store.LeaseFlags:
         with self._lock:
             entries, self.pending = self.pending, {}
-            status_changed = self.status.unwritten()
+            status_changed = (
+                self.desired_status is not UNSET and self.desired_status != self.custom_status
+            )
             if status_changed:
-                changes["custom_status"] = self.status.desired
+                changes["custom_status"] = self.desired_status
             if self._warn_journal:
                 changes["journal_warned"] = True
                 self._warn_journal = False
@@ -140,8 +143,8 @@ class Runtime(Stops):
             raise LeaseLost()
         self.flags = flags
         if status_changed:
-            self.status.written = changes["custom_status"]
-            self._emit("custom-status", status=self.status.written)
+            self.custom_status = changes["custom_status"]
+            self._emit("custom-status", status=self.custom_status)
         return flags
 
     def signals(self, name: str, key: str | None) -> list[Any]:

@@ -1,4 +1,5 @@
-"""The custom status (ctx.set_status()): checked when set, written with the next write."""
+"""The custom status (ctx.set_status()): checked when set, written with the next write
+(Runtime.write() adds it to the write when it differs from the one written)."""
 
 from __future__ import annotations
 
@@ -10,21 +11,8 @@ if TYPE_CHECKING:
     from .runtime import Runtime
 
 CUSTOM_STATUS_LIMIT = 16 * 1024
-_UNSET: Any = object()
-
-
-class CustomStatus:
-    """The instance's custom status as written, and the one set since, if any."""
-
-    __slots__ = ("desired", "written")
-
-    def __init__(self, written: Any):
-        self.written = written
-        self.desired: Any = _UNSET
-
-    def unwritten(self) -> bool:
-        """Whether a status was set that differs from the one written."""
-        return self.desired is not _UNSET and self.desired != self.written
+UNSET: Any = object()
+"""Runtime.desired_status until ctx.set_status() is called."""
 
 
 def set_status(x: Runtime, value: Any) -> None:
@@ -35,4 +23,4 @@ def set_status(x: Runtime, value: Any) -> None:
         raise TypeError("The custom status takes more than 16 KiB as JSON.")
     x._guard_step("ctx.set_status()")
     with x._lock:
-        x.status.desired = value
+        x.desired_status = value

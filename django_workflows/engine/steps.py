@@ -6,7 +6,6 @@ from __future__ import annotations
 import copy
 import inspect
 from collections.abc import Callable
-from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from .. import errors
@@ -17,6 +16,7 @@ from ..retries import default_retry
 from . import journal
 from .attempts import attempt_failed, invoke
 from .compensations import register
+from .interrupts import Suspend
 from .stepcontext import StepContext
 
 if TYPE_CHECKING:
@@ -50,9 +50,10 @@ def step(
     compensate: Callable[[Any, StepContext], Any] | None,
     compensate_retry: Any,
 ) -> Any:
-    """ctx.step(): check the step's arguments, then run_step(). WorkflowDefinitionError for a
-    missing name or function, or one that takes other arguments; ValueError for a name too long
-    for a compensation's entry or a bad duration."""
+    """ctx.step(): its journaled result, or its function run (and retried) and its result
+    journaled. WorkflowDefinitionError for a missing name or function, or one that takes other
+    arguments; ValueError for a name too long for a compensation's entry or a bad duration;
+    StepFailedError once it gives up."""
     name = journal.check_name(name, "step")
     if not callable(fn):
         raise errors.WorkflowDefinitionError(f'Step "{name}" needs a function, got {fn!r}.')
@@ -68,33 +69,12 @@ def step(
             f"compensation (journaled as {journal.COMPENSATION_PREFIX}<step>) can be at most "
             f"{longest}."
         )
-    return run_step(
-        x,
-        name,
-        fn,
-        retry=retry,
-        timeout=None if timeout is None else parse_duration(timeout, f'Step "{name}" timeout'),
-        heartbeat_timeout=(
-            None
-            if heartbeat_timeout is None
-            else parse_duration(heartbeat_timeout, f'Step "{name}" heartbeat_timeout')
-        ),
-        compensate=compensate,
-        compensate_retry=compensate_retry,
+    run_timeout = None if timeout is None else parse_duration(timeout, f'Step "{name}" timeout')
+    heartbeat = (
+        None
+        if heartbeat_timeout is None
+        else parse_duration(heartbeat_timeout, f'Step "{name}" heartbeat_timeout')
     )
-
-
-def run_step(
-    x: Runtime,
-    name: str,
-    fn: Callable[[StepContext], Any],
-    *,
-    retry: Any,
-    timeout: timedelta | None,
-    heartbeat_timeout: timedelta | None,
-    compensate: Any,
-    compensate_retry: Any,
-) -> Any:
     position, entry = x.enter(name, "step")
     if entry is not None and entry["status"] == journal.COMPLETED:
         register(x, position, name, compensate, compensate_retry, entry["result"])
@@ -111,7 +91,8 @@ def run_step(
             if retry_at is not None and retry_at > x.now():
                 x.suspend(wake_at=retry_at)
         # A gather branch that parks the instance: new steps in the others wait for it.
-        x.start_gate()
+        if x.gate.enter_step(x.suspension):
+            raise x.interrupted(Suspend())
         try:
             attempt = (entry.get("attempt") or 0) + 1 if entry is not None else 1
             progress = entry.get("progress") if entry is not None else None
@@ -156,7 +137,7 @@ def run_step(
             step = StepContext(x, name, name, attempt, progress)
             try:
                 call: Callable[[], Any] = lambda step=step: fn(step)  # type: ignore[misc]  # noqa: E731
-                result = invoke(x, step, call, timeout, heartbeat_timeout)
+                result = invoke(x, step, call, run_timeout, heartbeat)
                 result = x.to_json(result, f'The result of step "{name}"')
             except BaseException as error:
                 if isinstance(error, errors.WorkflowInterrupt):

@@ -131,9 +131,3 @@ class Stops(Replay):
                 self.suspension.wake_at = wake_at
             self.suspension.waits.extend(waits or [])
         raise self.interrupted(Suspend())
-
-    def start_gate(self) -> None:
-        """Before a step attempt starts: threads.StartGate.enter_step(), then raise Suspend if
-        another thread parked the instance. Pair with gate.leave_step()."""
-        if self.gate.enter_step(self.suspension):
-            raise self.interrupted(Suspend())
