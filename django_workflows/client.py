@@ -7,62 +7,30 @@ back with it; the local worker is woken with `transaction.on_commit`.
 from __future__ import annotations
 
 import time
-import uuid
-from datetime import datetime
 from typing import Any
 
 from django.db import connections, transaction
 
 from . import clock, wakeups
 from .conf import database_alias
-from .definitions import Workflow, WorkflowSignal, check_priority
+from .definitions import Workflow, WorkflowSignal
 from .durations import Duration, parse_duration
-from .engine.context import running_step
 from .errors import (
     WorkflowFailedError,
-    WorkflowIdConflictError,
     WorkflowNotFoundError,
     WorkflowResultTimeoutError,
 )
-from .jsonvalues import MAX_MESSAGE, check_text
-from .models import KEY_LENGTH, Status, WorkflowInstance
+from .instances import check_key, instance_status, request_cancel, start_instance, wake_on_commit
+from .models import Status
 from .registry import registry
-from .results import (
-    CancelResult,
-    InstanceStatus,
-    JournalEntry,
-    SignalResult,
-    StartResult,
-    Wait,
-)
-from .schedules.ids import is_occurrence_id
+from .results import CancelResult, InstanceStatus, SignalResult, StartResult
+from .scope import running_step
 from .store import instances as store
 from .store import payloads
 from .store.backends import backend
 from .store.deadlocks import retries_deadlocks
 from .store.signals import record_signal
 from .store.values import to_json
-
-
-def check_key(what: str, value: str | None, using: str, max_length: int = KEY_LENGTH) -> None:
-    """Refuse an id, name or key longer than its column, or with a NUL or a lone surrogate in
-    it, before any SQL, on every database: PostgreSQL and MySQL would refuse it
-    mid-transaction, and SQLite would keep it."""
-    if value is None:
-        return
-    if not isinstance(value, str):
-        raise TypeError(f"{what} must be a string, not {type(value).__name__}.")
-    if len(value) > max_length:
-        raise ValueError(
-            f"{what} is {len(value)} characters long; the most it can be is {max_length}."
-        )
-    check_text(what, value)
-
-
-def _wake_on_commit(using: str) -> None:
-    """Wake this process's workers at commit, and on PostgreSQL the other processes' too."""
-    backend(using).notify()
-    transaction.on_commit(wakeups.wake_local_workers, using=using)
 
 
 def start(
@@ -100,109 +68,6 @@ def start(
         rate_limit_key=rate_limit_key,
         using=database_alias(using),
     )
-
-
-def start_instance(
-    definition: Workflow,
-    input: Any,
-    *,
-    id: str | None,
-    using: str,
-    timeout: Duration | None = None,
-    priority: int | None = None,
-    concurrency_key: str | None = None,
-    rate_limit_key: str | None = None,
-    schedule_id: str | None = None,
-    scheduled_at: datetime | None = None,
-    parent_id: str | None = None,
-    parent_close: str | None = None,
-    repeated: bool = False,
-) -> StartResult:
-    """start() of a resolved definition; a schedule's occurrence passes its id and time too,
-    a child its parent's id and what becomes of it when the parent ends. `repeated`: the id
-    is a step's, whose repeat gets the instance back whatever its input."""
-    value = to_json(input, f'The input of workflow "{definition.name}"', using=using)
-    if id is None:
-        id = str(uuid.uuid4())
-    check_key("The instance id", id, using)
-    if not id:
-        raise ValueError("The instance id must not be empty.")
-    if schedule_id is None and is_occurrence_id(id):
-        raise ValueError(
-            f"The instance id {id!r} has the form of a schedule occurrence's, "
-            f"<schedule id>@<time>, which only that occurrence's instance takes: use another id."
-        )
-    check_priority(priority)
-    run_timeout = definition.timeout if timeout is None else parse_duration(timeout, "timeout")
-    concurrency_key = _key(definition, "concurrency", concurrency_key, value)
-    rate_limit_key = _key(definition, "rate_limit", rate_limit_key, value)
-    check_key("concurrency_key", concurrency_key, using)
-    check_key("rate_limit_key", rate_limit_key, using)
-    now = clock.now()
-    instance = WorkflowInstance(
-        id=id,
-        workflow=definition.name,
-        version=definition.version,
-        status=Status.PENDING,
-        input=value,
-        wake_at=now,
-        deadline=None if run_timeout is None else now + run_timeout,
-        priority=priority or 0,
-        concurrency_key=concurrency_key,
-        rate_limit_key=rate_limit_key,
-        schedule_id=schedule_id,
-        scheduled_at=scheduled_at,
-        parent_id=parent_id,
-        parent_close=parent_close,
-        created_at=now,
-        updated_at=now,
-    )
-
-    @retries_deadlocks
-    def create(using: str) -> tuple[WorkflowInstance, bool]:
-        with transaction.atomic(using=using, savepoint=False):
-            stored, created = store.create_instance(using, instance)
-            if created:
-                _wake_on_commit(using)
-            return stored, created
-
-    payloads.encode_instance(instance)
-    stored, created = create(using)
-    if not created and (
-        stored.workflow != definition.name
-        or stored.parent_id != parent_id
-        or stored.schedule_id != schedule_id  # an occurrence's instance is its schedule's own
-        or (
-            not repeated
-            and payloads.decode_value("input", stored.input, payloads.instance_at(id, "input"))
-            != value
-        )
-    ):
-        raise WorkflowIdConflictError(
-            f"Instance {id!r} exists already, of workflow {stored.workflow!r} with another "
-            f"input{' or parent' if stored.parent_id or parent_id else ''}. Start it with the same "
-            f"workflow and input to get it back, or use another id."
-        )
-    return StartResult(stored.id, stored.workflow, stored.version, created, Status(stored.status))
-
-
-def _key(definition: Workflow, kind: str, given: str | None, input: Any) -> str | None:
-    limits = definition.concurrency if kind == "concurrency" else definition.rate_limit
-    keyed = [limit for limit in limits if limit.key is not None]
-    if given is not None:
-        if not keyed:
-            raise ValueError(
-                f"{kind}_key was given, but workflow {definition.name!r} has no {kind} limit with a key."
-            )
-        return given
-    if not keyed:
-        return None
-    key = keyed[0].key(input)  # type: ignore[misc]
-    if key is not None and not isinstance(key, str):
-        raise TypeError(
-            f"The {kind} key function of workflow {definition.name!r} must return a string."
-        )
-    return key
 
 
 def signal(
@@ -251,63 +116,11 @@ def signal(
                 using, name=name, key=key, dedupe_id=id, payload=value, now=clock.now()
             )
             if recorded.created:
-                _wake_on_commit(using)
+                wake_on_commit(using)
             return recorded
 
     recorded = record(using)
     return SignalResult(recorded.id, recorded.created, recorded.woken, recorded.key)
-
-
-def _journal_entry(name: str, doc: dict[str, Any]) -> JournalEntry:
-    started, finished = doc.get("started_at"), doc.get("finished_at")
-    return JournalEntry(
-        name=name,
-        kind=doc.get("kind", "step"),
-        status=doc.get("status", ""),
-        attempt=doc.get("attempt"),
-        result=doc.get("result"),
-        error=doc.get("error"),
-        started_at=datetime.fromisoformat(started) if started else None,
-        finished_at=datetime.fromisoformat(finished) if finished else None,
-    )
-
-
-def _status(
-    row: WorkflowInstance,
-    waits: list[tuple[str, str | None]],
-    journal: list[tuple[str, dict[str, Any]]] | None = None,
-    children: list[InstanceStatus] | None = None,
-    *,
-    strict: bool = True,
-) -> InstanceStatus:
-    """The row as the client returns it, its payloads decoded. Not strict: a payload the codec
-    cannot read is None (list_instances() shows such an instance without its payloads)."""
-    payloads.decode_instance(row, strict=strict)
-    return InstanceStatus(
-        id=row.id,
-        workflow=row.workflow,
-        version=row.version,
-        status=row.status,
-        input=row.input,
-        output=row.output,
-        error=row.error,
-        custom_status=row.custom_status,
-        wake_at=row.wake_at,
-        deadline=row.deadline,
-        priority=row.priority or None,
-        parent_id=row.parent_id,
-        schedule_id=row.schedule_id,
-        scheduled_at=row.scheduled_at,
-        runs=row.runs,
-        created_at=row.created_at,
-        updated_at=row.updated_at,
-        lease_owner=row.lease_owner,
-        cancel_requested=row.cancel_requested,
-        terminate_requested=row.terminate_requested,
-        waits=[Wait(signal, key) for signal, key in waits],
-        journal=None if journal is None else [_journal_entry(n, d) for n, d in journal],
-        children=children,
-    )
 
 
 def get_status(
@@ -324,8 +137,8 @@ def get_status(
     if children:
         rows = store.list_instances(using, parent_id=id, limit=10_000)
         kid_waits = store.load_waits(using, [r.id for r in rows])
-        kids = [_status(r, kid_waits.get(r.id, []), strict=False) for r in rows]
-    return _status(row, waits, entries, kids)
+        kids = [instance_status(r, kid_waits.get(r.id, []), strict=False) for r in rows]
+    return instance_status(row, waits, entries, kids)
 
 
 def list_instances(
@@ -358,7 +171,7 @@ def list_instances(
         offset=offset,
     )
     waits = store.load_waits(using, [r.id for r in rows])
-    return [_status(r, waits.get(r.id, []), strict=False) for r in rows]
+    return [instance_status(r, waits.get(r.id, []), strict=False) for r in rows]
 
 
 MAX_PAGE = 10_000
@@ -375,42 +188,13 @@ def check_page(limit: Any, offset: Any) -> None:
         raise ValueError(f"offset must be an integer from 0 to 2**63 - 1, not {offset!r}.")
 
 
-def _request(id: str, reason: str | None, terminate: bool, using: str | None) -> CancelResult:
-    using = database_alias(using)
-    if reason is not None:
-        if not isinstance(reason, str):
-            raise TypeError(f"The reason must be a string, not {type(reason).__name__}.")
-        if len(reason) > MAX_MESSAGE:
-            raise ValueError(
-                f"The reason is {len(reason)} characters long; the most it can be is {MAX_MESSAGE}."
-            )
-        check_text("The reason", reason)
-    with transaction.atomic(using=using, savepoint=False):
-        accepted = store.request_cancel(
-            using, id, reason=reason, now=clock.now(), terminate=terminate
-        )
-        if accepted:
-            _wake_on_commit(using)
-            transaction.on_commit(
-                lambda: wakeups.cancel_requested(id, terminate=terminate, reason=reason),
-                using=using,
-            )
-    row = store.get_instance(using, id)
-    if row is None:
-        raise WorkflowNotFoundError(f"No workflow instance has the id {id!r}.")
-    # Not strict: an instance whose payloads the codec cannot read can still be cancelled.
-    return CancelResult(
-        accepted, _status(row, store.load_waits(using, [id]).get(id, []), strict=False)
-    )
-
-
 def cancel(id: str, reason: str | None = None, *, using: str | None = None) -> CancelResult:
     """Cancel an unfinished instance: it stops at its next ctx call and runs its compensations.
 
     `accepted` is False when it had ended, was compensating, or a cancel or terminate was
     requested before. Raises WorkflowNotFoundError for an unknown id.
     """
-    return _request(id, reason, False, using)
+    return request_cancel(id, reason, terminate=False, using=using)
 
 
 def terminate(id: str, reason: str | None = None, *, using: str | None = None) -> CancelResult:
@@ -418,7 +202,7 @@ def terminate(id: str, reason: str | None = None, *, using: str | None = None) -
 
     Raises WorkflowNotFoundError for an unknown id.
     """
-    return _request(id, reason, True, using)
+    return request_cancel(id, reason, terminate=True, using=using)
 
 
 _FAILED_ENDS = (Status.FAILED, Status.CANCELLED, Status.COMPENSATION_FAILED)

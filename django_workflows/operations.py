@@ -7,12 +7,14 @@ from typing import Any
 from django.db import transaction
 
 from . import clock
+from .client import get_status
 from .conf import database_alias
 from .durations import Duration, parse_duration
 from .engine import journal
 from .engine.children import close_children, end_signal
 from .errors import WorkflowNotFoundError, WorkflowStateError
 from .events import emit
+from .instances import wake_on_commit
 from .models import FINISHED, UNFINISHED, Status
 from .results import InstanceStatus, PurgeResult
 from .store import instances as store
@@ -32,8 +34,6 @@ def retry(id: str, *, timeout: Duration | None = UNSET, using: str | None = None
     Raises WorkflowNotFoundError for an unknown id, and WorkflowStateError for another status,
     an instance whose compensations ran, or when another change races this one.
     """
-    from .client import get_status
-
     using = database_alias(using)
     row = store.get_instance(using, id)
     if row is None:
@@ -103,9 +103,7 @@ def retry(id: str, *, timeout: Duration | None = UNSET, using: str | None = None
     with transaction.atomic(using=using, savepoint=False):
         if not maintenance.reopen(using, id, change, keep_deadline=UNSET):
             raise WorkflowStateError(f"Instance {id!r} changed while it was being retried.")
-        from .client import _wake_on_commit
-
-        _wake_on_commit(using)
+        wake_on_commit(using)
     emit(
         "workflow-retried",
         id=id,

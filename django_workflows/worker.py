@@ -17,10 +17,10 @@ from typing import Any
 from django.db import connections
 
 from . import clock, wakeups
-from .client import check_key
 from .conf import check_poll_interval, database_alias, get_settings
 from .durations import Duration, parse_duration
 from .engine.execution import Execution, leave_alone
+from .instances import check_key
 from .models import WorkflowInstance
 from .registry import registry
 from .renewer import LeaseRenewer, refresh_connections

@@ -12,16 +12,18 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from .. import errors
+from .. import errors, instances
 from ..durations import Duration
 from ..models import KEY_LENGTH, UNFINISHED, Status, WorkflowInstance
 from ..registry import registry
 from . import journal
+from .replay import sibling
+from .waits import SignalCondition, Waitable, wait
 
 if TYPE_CHECKING:
-    from .context import ChildHandle, WorkflowContext
     from .runtime import Runtime
 
 CHILD_SIGNAL = "$child"  # the signal a child's final write records for its parent, keyed by its id
@@ -31,8 +33,48 @@ PARENT_CLOSE = ("cancel", "terminate", "abandon")
 _KEPT_OF_PARENT = 200
 
 
+@dataclass(frozen=True)
+class ChildCondition(SignalCondition):
+    """A child's end, in wait_for_any(): the signal its final write records for its parent."""
+
+    child: ChildHandle | None = None
+
+    exclusive: ClassVar[bool] = False  # a child's end is a fact every wait for it sees
+
+    def outcome(self, payload: Any) -> Any:
+        """The child's output, or ChildWorkflowFailedError."""
+        return payload if self.child is None else child_outcome(self.child, payload)
+
+
+class ChildHandle(Waitable):
+    """A child workflow started with ctx.start_child(): its `id`, and `result()`, which waits
+    for it to end and returns its output (or raises ChildWorkflowFailedError). Also a condition
+    of ctx.wait_for_any()."""
+
+    def __init__(self, id: str, workflow: str, x: Runtime):
+        self.id = id
+        self.workflow = workflow
+        self._x = x
+
+    def __repr__(self) -> str:
+        return f"ChildHandle(id={self.id!r}, workflow={self.workflow!r})"
+
+    def condition(self) -> ChildCondition:
+        return ChildCondition(CHILD_SIGNAL, self.id, None, self)
+
+    def result(self) -> Any:
+        """Wait for the child to end (journaled as `$result:<id>`): its output, or
+        ChildWorkflowFailedError when it failed, was cancelled, terminated or deleted."""
+        x, name = self._x, f"$result:{self.id}"
+        with x._lock:  # called again in this run: the end it returned before
+            entry = x.journal.get(name) if name in x.reached else None
+        if entry is not None and entry["status"] == journal.COMPLETED:
+            return child_outcome(self, copy.deepcopy(entry["result"]["value"]))
+        ended = wait(x, name, {"child": self.condition()}, kind="child")
+        return child_outcome(self, ended.value)
+
+
 def start_child(
-    ctx: WorkflowContext,
     x: Runtime,
     workflow: Any,
     input: Any,
@@ -46,9 +88,6 @@ def start_child(
     rate_limit_key: str | None,
 ) -> ChildHandle:
     """Start the child once (a replay gets the same one back) and return its handle."""
-    from ..client import check_key, start_instance
-    from .context import ChildHandle
-
     x._guard_step("ctx.start_child()")
     if parent_close not in PARENT_CLOSE:
         raise errors.WorkflowDefinitionError(
@@ -57,17 +96,17 @@ def start_child(
     definition = registry.resolve(workflow, version)
     if id is None:
         id = _default_id(x, definition.name)
-    check_key("The child's id", id, x.using)
+    instances.check_key("The child's id", id, x.using)
     name = f"$child:{id}"
     position, entry = x.enter(name, "child")
     if entry is not None and entry["status"] == journal.COMPLETED:
-        return ChildHandle(id, entry["result"]["workflow"], ctx)
+        return ChildHandle(id, entry["result"]["workflow"], x)
     x.check_interrupts(name, entry)
     value = x.to_json(input, f'The input of child workflow "{definition.name}"')
     inherited = priority if priority is not None else (x.instance.priority or None)
     now = x.now()
     x.store_call(
-        lambda: start_instance(
+        lambda: instances.start_instance(
             definition,
             value,
             id=id,
@@ -96,7 +135,7 @@ def start_child(
         child_workflow=definition.name,
         child_version=definition.version,
     )
-    return ChildHandle(id, definition.name, ctx)
+    return ChildHandle(id, definition.name, x)
 
 
 def _default_id(x: Runtime, workflow: str) -> str:
@@ -107,8 +146,6 @@ def _default_id(x: Runtime, workflow: str) -> str:
     can change: there, a child journaled at this very position is this call's child, and a new
     child never takes a number a sibling branch journaled.
     """
-    from .runtime import _sibling
-
     parent = x.instance.id
     with x._lock:
         path = x._path()
@@ -126,7 +163,7 @@ def _default_id(x: Runtime, workflow: str) -> str:
         for child_id, recorded in started.items():
             if recorded == list(position) and _is_default_id(child_id, parent, workflow):
                 return child_id
-        while (id := default_child_id(parent, workflow, number)) in started and _sibling(
+        while (id := default_child_id(parent, workflow, number)) in started and sibling(
             started[id], position
         ):
             number = x.next_child_number(workflow)
@@ -152,7 +189,7 @@ def _is_default_id(id: str, parent_id: str, workflow: str) -> bool:
     return id == default_child_id(parent_id, workflow, int(number))
 
 
-def outcome(handle: ChildHandle, ended: dict[str, Any]) -> Any:
+def child_outcome(handle: ChildHandle, ended: dict[str, Any]) -> Any:
     """A child's end as its parent sees it: the output, or ChildWorkflowFailedError."""
     if ended.get("status") == Status.COMPLETED:
         return copy.deepcopy(ended.get("output"))
@@ -181,16 +218,13 @@ def close_children(using: str, parent_id: str, *, why: str) -> None:
     """Apply each unfinished child's `parent_close`: cancel it, terminate it, or leave it.
 
     Repeatable: a request made before is refused, not repeated."""
-    from .. import client
-
     children = WorkflowInstance.objects.using(using).filter(
         parent_id=parent_id, status__in=UNFINISHED
     )
     for child_id, close in children.values_list("id", "parent_close"):
         if close == "abandon":
             continue
-        request = client.terminate if close == "terminate" else client.cancel
         try:
-            request(child_id, reason=why, using=using)
+            instances.request_cancel(child_id, why, terminate=close == "terminate", using=using)
         except errors.WorkflowNotFoundError:
             pass  # deleted in the meantime

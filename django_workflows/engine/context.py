@@ -1,197 +1,30 @@
-"""The workflow context (`ctx`) and the step context: the API workflow code calls."""
+"""The workflow context (`ctx`): the API workflow code calls, a thin facade over the engine's
+rooms, one concern each: steps.py, waits.py, children.py, gather.py, compensations.py (commit
+points), values.py (journaled values), status.py (the custom status)."""
 
 from __future__ import annotations
 
-import contextvars
-import copy
-import hashlib
-import inspect
-import json
-import random as _random
-import threading
-import time
-import uuid as _uuid
-from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from .. import errors
 from ..definitions import ScheduleOccurrence, WorkflowSignal
-from ..durations import Duration, parse_duration
-from ..jsonvalues import size
-from ..models import JOURNAL_NAME_LENGTH, KEY_LENGTH
+from ..durations import Duration
 from ..results import WaitOutcome
-from . import journal
-from .gather import gather
+from . import children, compensations, gather, journal, status, steps, values, waits
+from .children import ChildHandle
 from .interrupts import Suspend
+from .stepcontext import StepContext
+from .waits import SignalCondition, TimerCondition
 
 if TYPE_CHECKING:
-    from .execution import Execution
-
-CUSTOM_STATUS_LIMIT = 16 * 1024
-
-# The step whose function runs in this thread, if any: start() and signal() derive their ids
-# from it (a step runs at least once, and its repeat must start and send nothing twice).
-running_step: contextvars.ContextVar[StepContext | None] = contextvars.ContextVar(
-    "django_workflows_running_step", default=None
-)
-
-
-@dataclass(frozen=True)
-class SignalCondition:
-    """A signal to wait for, in wait_for_any()."""
-
-    signal: str
-    key: str | None
-    match: Callable[[Any], bool] | None
-
-
-@dataclass(frozen=True)
-class TimerCondition:
-    """A timer, in wait_for_any(): fires `duration` after the wait is first reached, or at `until`."""
-
-    duration: timedelta | None
-    until: datetime | None
-
-
-@dataclass(frozen=True)
-class ChildCondition(SignalCondition):
-    """A child's end, in wait_for_any(): the signal its final write records for its parent."""
-
-    child: ChildHandle | None = None
-
-
-class ChildHandle:
-    """A child workflow started with ctx.start_child(): its `id`, and `result()`, which waits
-    for it to end and returns its output (or raises ChildWorkflowFailedError). Also a condition
-    of ctx.wait_for_any()."""
-
-    def __init__(self, id: str, workflow: str, ctx: WorkflowContext):
-        self.id = id
-        self.workflow = workflow
-        self._ctx = ctx
-
-    def __repr__(self) -> str:
-        return f"ChildHandle(id={self.id!r}, workflow={self.workflow!r})"
-
-    def condition(self) -> ChildCondition:
-        from .children import CHILD_SIGNAL
-
-        return ChildCondition(CHILD_SIGNAL, self.id, None, self)
-
-    def result(self) -> Any:
-        """Wait for the child to end (journaled as `$result:<id>`): its output, or
-        ChildWorkflowFailedError when it failed, was cancelled, terminated or deleted."""
-        from .children import outcome
-        from .waits import wait
-
-        x, name = self._ctx._x, f"$result:{self.id}"
-        with x._lock:  # called again in this run: the end it returned before
-            entry = x.journal.get(name) if name in x.reached else None
-        if entry is not None and entry["status"] == journal.COMPLETED:
-            return outcome(self, copy.deepcopy(entry["result"]["value"]))
-        ended = wait(x, name, {"child": self.condition()}, kind="child")
-        return outcome(self, ended.value)
-
-
-class StepContext:
-    """What a step's function (and a compensation) receives."""
-
-    def __init__(
-        self,
-        execution: Execution,
-        name: str,
-        entry_name: str,
-        attempt: int,
-        progress: Any,
-        reason: BaseException | None = None,
-    ):
-        self._execution: Any = execution
-        self._name = name
-        self._entry_name = entry_name
-        self.idempotency_key = f"{execution.instance.id}:{entry_name}"
-        self.attempt = attempt
-        self.progress = progress
-        self.reason = reason
-        self.cancelled = threading.Event()
-        self.last_beat = time.monotonic()
-        self._places: Counter[tuple[Any, ...]] = Counter()
-        self._places_lock = threading.Lock()
-
-    def start_id(self, workflow: str) -> str:
-        """The id of this attempt's next start() of `workflow` without an id: the step's
-        idempotency key, the workflow and its place among the step's starts of it, the same at
-        every attempt, so a retried step finds the instances it started. A digest where that
-        text would be too long for an id, or ambiguous."""
-        place = self._place("start", workflow)
-        text = f"{self.idempotency_key}/{workflow}#{place}"
-        if len(text) <= KEY_LENGTH and "/" not in workflow and "#" not in workflow:
-            return text
-        return "step-start:" + _digest(self.idempotency_key, workflow, place)
-
-    def signal_id(self, name: str, key: str | None) -> str:
-        """The dedupe id of this attempt's next signal() of `name` with `key` without an id:
-        from the step's idempotency key and its place among the step's signals with that name
-        and key, so a retried step's signals are stored once."""
-        return "step-signal:" + _digest(
-            self.idempotency_key, name, key, self._place("signal", name, key)
-        )
-
-    def _place(self, *what: Any) -> int:
-        with self._places_lock:
-            self._places[what] += 1
-            return self._places[what]
-
-    def heartbeat(self, progress: Any = None) -> None:
-        """Journal a checkpoint (the next attempt gets it as `progress`) and renew heartbeat_timeout."""
-        self.last_beat = time.monotonic()
-        if progress is not None:
-            progress = self._execution.to_json(progress, f'The progress of step "{self._name}"')
-            self.progress = progress
-            self._execution.checkpoint(self._entry_name, progress)
-
-
-def _check_arguments(x: Any, fn: Callable[..., Any], count: int, what: str, like: str) -> None:
-    """WorkflowDefinitionError unless `fn` can be called with `count` positional arguments: a
-    `lambda: ...` for a step would otherwise fail every attempt with a TypeError."""
-    try:
-        inspect.signature(fn).bind(*([None] * count))
-    except TypeError as error:
-        raise x._define_error(
-            errors.WorkflowDefinitionError(
-                f"{what} must take {count} argument{'s' if count > 1 else ''} ({like}): "
-                f"{getattr(fn, '__qualname__', fn)!r} cannot ({error})."
-            )
-        ) from None
-    except ValueError:  # no signature to read (some builtins): let it run
-        pass
-
-
-def _digest(*parts: Any) -> str:
-    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
-
-
-def _name(name: Any, what: str) -> str:
-    if not isinstance(name, str) or not name:
-        raise errors.WorkflowDefinitionError(f"A {what} needs a non-empty name, got {name!r}.")
-    return name
-
-
-def _signal_name(signal: WorkflowSignal | str) -> str:
-    name = signal.name if isinstance(signal, WorkflowSignal) else signal
-    if not isinstance(name, str) or not name:
-        raise errors.WorkflowDefinitionError(
-            f"Expected a WorkflowSignal or a signal name, got {signal!r}."
-        )
-    return name
+    from .runtime import Runtime
 
 
 class WorkflowContext:
     """`ctx`: every side effect, wait and decision that must survive a restart goes through it."""
 
-    def __init__(self, execution: Execution):
+    def __init__(self, execution: Runtime):
         self._x = execution
         instance = execution.instance
         self.instance_id: str = instance.id
@@ -218,38 +51,13 @@ class WorkflowContext:
         compensate_retry: Any = None,
     ) -> Any:
         """Run `fn(step)` once and journal its result; later executions get the journaled result."""
-        name = _name(name, "step")
-        if not callable(fn):
-            raise errors.WorkflowDefinitionError(f'Step "{name}" needs a function, got {fn!r}.')
-        _check_arguments(self._x, fn, 1, f'The function of step "{name}"', "lambda step: ...")
-        if compensate is not None:
-            _check_arguments(
-                self._x,
-                compensate,
-                2,
-                f'The compensation of step "{name}"',
-                "lambda result, step: ...",
-            )
-        longest = JOURNAL_NAME_LENGTH - len(journal.COMPENSATION_PREFIX)
-        if compensate is not None and len(name) > longest:
-            raise ValueError(
-                f'The step name "{name[:40]}..." is {len(name)} characters long; a step with a '
-                f"compensation (journaled as {journal.COMPENSATION_PREFIX}<step>) can be at most "
-                f"{longest}."
-            )
-        from .steps import run_step
-
-        return run_step(
+        return steps.step(
             self._x,
             name,
             fn,
             retry=retry,
-            timeout=None if timeout is None else parse_duration(timeout, f'Step "{name}" timeout'),
-            heartbeat_timeout=(
-                None
-                if heartbeat_timeout is None
-                else parse_duration(heartbeat_timeout, f'Step "{name}" heartbeat_timeout')
-            ),
+            timeout=timeout,
+            heartbeat_timeout=heartbeat_timeout,
             compensate=compensate,
             compensate_retry=compensate_retry,
         )
@@ -260,47 +68,14 @@ class WorkflowContext:
         self, name: str, duration: Duration | None = None, *, until: datetime | None = None
     ) -> None:
         """Park the instance for `duration`, or until the aware datetime `until`."""
-        name = _name(name, "sleep")
-        timer = self.timer(duration, until=until)
-        x = self._x
-        position, entry = x.enter(name, "sleep")
-        if entry is not None and entry["status"] == journal.COMPLETED:
-            return None
-        x.check_interrupts(name, entry)
-        if entry is None:
-            wake_at = x.timer_deadline(timer)
-            entry = x.record(
-                name,
-                position,
-                kind="sleep",
-                status=journal.PENDING,
-                started_at=journal.timestamp(x.now()),
-                wake_at=journal.timestamp(wake_at),
-            )
-        due = journal.parse_timestamp(entry["wake_at"])
-        assert due is not None
-        if x.now() >= due:
-            x.record(
-                name,
-                position,
-                **{**entry, "status": journal.COMPLETED, "finished_at": journal.timestamp(x.now())},
-            )
-            return None
-        x.suspend(wake_at=due)
+        name = journal.check_name(name, "sleep")
+        waits.sleep(self._x, name, waits.timer(duration, until=until))
 
     def timer(
         self, duration: Duration | None = None, *, until: datetime | None = None
     ) -> TimerCondition:
         """A timer condition for wait_for_any()."""
-        if (duration is None) == (until is None):
-            raise errors.WorkflowDefinitionError(
-                "Give a timer either a duration or until=, not both or neither."
-            )
-        if until is not None:
-            if not isinstance(until, datetime) or until.tzinfo is None:
-                raise ValueError(f"until must be an aware datetime, not {until!r}.")
-            return TimerCondition(None, until)
-        return TimerCondition(parse_duration(duration, "The timer's duration"), None)  # type: ignore[arg-type]
+        return waits.timer(duration, until=until)
 
     # -- signals -------------------------------------------------------------------------------
 
@@ -312,14 +87,7 @@ class WorkflowContext:
         match: Callable[[Any], bool] | None = None,
     ) -> SignalCondition:
         """A signal condition for wait_for_any(): `signal` with exactly `key`, filtered by `match`."""
-        if key is not None and not isinstance(key, str):
-            raise errors.WorkflowDefinitionError(f"A signal key must be a string, not {key!r}.")
-        name = _signal_name(signal)
-        from ..client import check_key
-
-        check_key("The signal name", name, self._x.using)
-        check_key("The signal key", key, self._x.using)
-        return SignalCondition(name, key, match)
+        return waits.signal_condition(self._x, signal, key, match)
 
     def wait_for_signal(
         self,
@@ -331,40 +99,15 @@ class WorkflowContext:
         match: Callable[[Any], bool] | None = None,
     ) -> Any:
         """Wait for `signal` with `key`; its payload, or None once `timeout` passes."""
-        name = _name(name, "wait")
-        conditions: dict[str, Any] = {"signal": self.signal_wait(signal, key=key, match=match)}
-        if timeout is not None:
-            conditions["timeout"] = self.timer(timeout)
-        from .waits import wait
-
-        return wait(self._x, name, conditions).value
+        name = journal.check_name(name, "wait")
+        return waits.wait_for_signal(self._x, name, signal, key=key, timeout=timeout, match=match)
 
     def wait_for_any(
         self, name: str, conditions: dict[str, Any] | None = None, /, **more: Any
     ) -> WaitOutcome:
         """Wait for whichever condition happens first; WaitOutcome(key, value)."""
-        name = _name(name, "wait")
-        merged = {**(conditions or {}), **more}
-        if not merged:
-            raise errors.WorkflowDefinitionError(
-                f'wait_for_any("{name}") needs at least one condition.'
-            )
-        for key, condition in merged.items():
-            if isinstance(condition, ChildHandle):
-                merged[key] = condition.condition()
-            elif not isinstance(condition, SignalCondition | TimerCondition):
-                raise errors.WorkflowDefinitionError(
-                    f'wait_for_any("{name}"): condition {key!r} must be ctx.signal_wait(), '
-                    f"ctx.timer() or a child's handle, not {condition!r}."
-                )
-        from .children import outcome
-        from .waits import wait
-
-        won = wait(self._x, name, merged)
-        winner = merged[won.key]
-        if isinstance(winner, ChildCondition) and winner.child is not None:
-            return WaitOutcome(won.key, outcome(winner.child, won.value))
-        return won
+        name = journal.check_name(name, "wait")
+        return waits.wait_for_any(self._x, name, {**(conditions or {}), **more})
 
     # -- children ------------------------------------------------------------------------------
 
@@ -388,10 +131,7 @@ class WorkflowContext:
         `parent_close` says what becomes of the child if it is still running when this instance
         ends or starts compensating: "cancel" (the default), "terminate" or "abandon".
         """
-        from .children import start_child
-
-        return start_child(
-            self,
+        return children.start_child(
             self._x,
             workflow,
             input,
@@ -412,56 +152,33 @@ class WorkflowContext:
 
     def gather(self, *fns: Callable[[], Any]) -> list[Any]:
         """Run each zero-argument callable concurrently; their results, in argument order."""
-        for fn in fns:
-            if not callable(fn):
-                raise errors.WorkflowDefinitionError(
-                    f"gather() takes zero-argument callables, not {fn!r}."
-                )
-        return gather(self._x, list(fns))
+        return gather.gather(self._x, list(fns))
 
     def commit(self, name: str) -> None:
         """The point of no return: discard the compensations registered so far."""
-        name = _name(name, "commit point")
-        x = self._x
-        position, entry = x.enter(name, "commit")
-        if entry is None or entry["status"] != journal.COMPLETED:
-            x.check_interrupts(name, entry)
-            x.record(
-                name,
-                position,
-                kind="commit",
-                status=journal.COMPLETED,
-                finished_at=journal.timestamp(x.now()),
-            )
-        x.discard_compensations()
+        compensations.commit(self._x, journal.check_name(name, "commit point"))
 
     def fail(self, message: str) -> None:
         """Fail the instance: its compensations run and it ends `failed` with WorkflowFailedError."""
-        self._x._guard_step("ctx.fail()")  # in a step: raise NonRetryableStepError instead
-        self._x.check_interrupts(None, None)
-        raise errors.WorkflowFailedError(str(message), instance_id=self.instance_id)
+        self._x.fail(message)
 
     def set_status(self, value: Any) -> None:
         """Set the custom status (JSON, at most 16 KiB; None clears it), written with the next write."""
-        value = self._x.to_json(value, "The custom status")
-        if size(value) > CUSTOM_STATUS_LIMIT:
-            raise TypeError("The custom status takes more than 16 KiB as JSON.")
-        self._x.set_custom_status(value)
+        status.set_status(self._x, value)
 
     # -- journaled values ----------------------------------------------------------------------
 
     def now(self) -> datetime:
         """The engine clock's time, journaled: every replay gets the same one."""
-        value = self._x.value("now", lambda: journal.timestamp(self._x.now()))
-        return datetime.fromisoformat(value)
+        return values.now(self._x)
 
     def random(self) -> float:
         """A random float in [0, 1), journaled."""
-        return float(self._x.value("random", _random.random))
+        return values.random(self._x)
 
     def uuid(self) -> str:
         """A random UUID as a string, journaled."""
-        return str(self._x.value("uuid", lambda: str(_uuid.uuid4())))
+        return values.uuid(self._x)
 
 
 __all__ = ["SignalCondition", "StepContext", "Suspend", "TimerCondition", "WorkflowContext"]

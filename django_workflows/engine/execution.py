@@ -10,11 +10,10 @@ from typing import Any
 
 from .. import clock, errors, wakeups
 from ..models import Status, WorkflowInstance
-from ..retries import default_retry
 from ..store import instances as store
 from ..store import schedules as schedules_store
-from . import children, journal
-from .context import StepContext, WorkflowContext
+from . import children, compensations, journal
+from .context import WorkflowContext
 from .interrupts import (
     Cancel,
     HandBack,
@@ -26,15 +25,10 @@ from .interrupts import (
     Suspend,
     Unreadable,
 )
-from .runtime import Compensation, Runtime
-from .steps import attempt_failed, invoke
+from .runtime import Runtime
 
 logger = logging.getLogger("django_workflows")
 
-_UNDONE_AS = {
-    "WorkflowCancelledError": Status.CANCELLED,
-    "WorkflowTerminatedError": Status.CANCELLED,
-}
 _FINAL_EVENTS: dict[str, str] = {
     Status.COMPLETED: "workflow-completed",
     Status.FAILED: "workflow-failed",
@@ -96,35 +90,37 @@ class Execution(Runtime):
                 return self._fail_definition()
             return self._park()
         except Cancel as cancel:
-            return self._undo(self._cancel_error(cancel.terminate))
+            return compensations.undo(self, self._cancel_error(cancel.terminate))
         except RunTimeout:
-            return self._undo(
+            return compensations.undo(
+                self,
                 errors.WorkflowTimeoutError(
                     f"Instance {self.instance.id!r} ran past its run timeout "
                     f"({self.instance.deadline.isoformat() if self.instance.deadline else ''})."
-                )
+                ),
             )
         except JournalFull:
-            return self._undo(
+            return compensations.undo(
+                self,
                 errors.WorkflowJournalLimitError(
                     f"The journal of instance {self.instance.id!r} reached its limit "
                     f"({len(self.journal)} entries, {self._journal_bytes} bytes)."
-                )
+                ),
             )
         except ReplayEnd:
             raise AssertionError("ReplayEnd outside a replay")
         except Exception as error:
             if self.definition_error is not None:
                 return self._fail_definition()
-            return self._undo(error)
+            return compensations.undo(self, error)
         if self.definition_error is not None:
             return self._fail_definition()
         if self.flags.terminate_requested or self.flags.cancel_requested:
-            return self._undo(self._cancel_error(self.flags.terminate_requested))
+            return compensations.undo(self, self._cancel_error(self.flags.terminate_requested))
         try:
             output = self.to_json(output, "The workflow's output")
         except (TypeError, ValueError) as error:
-            return self._undo(error)
+            return compensations.undo(self, error)
         return self._finish(Status.COMPLETED, output=output)
 
     def _run_definition(self, ctx: WorkflowContext) -> Any:
@@ -233,23 +229,7 @@ class Execution(Runtime):
         assert self.definition_error is not None
         return self._finish(Status.FAILED, error=journal.serialize_error(self.definition_error))
 
-    # -- undo ------------------------------------------------------------------------------------
-
-    def _undo(self, reason: BaseException) -> str:
-        """The instance failed or was cancelled: run the compensations, in reverse order."""
-        if self.flags.terminate_requested:
-            return self._finish(
-                Status.CANCELLED, error=journal.serialize_error(self._cancel_error(True))
-            )
-        error = journal.serialize_error(reason)
-        compensations = sorted(self.compensations, key=lambda c: c.position, reverse=True)
-        if not compensations:
-            return self._finish(_UNDONE_AS.get(error["name"], Status.FAILED), error=error)
-        self._close_children(f"Its parent {self.instance.id!r} is compensating.")
-        self.write(changes={"status": Status.COMPENSATING, "error": error})
-        self.instance.status = Status.COMPENSATING
-        self._emit("workflow-compensating", error=error)
-        return self._compensate(compensations, error)
+    # -- undo: the compensations (compensations.py) ----------------------------------------
 
     def _resume_undo(self) -> str:
         """A compensating instance: replay run() to rebuild its compensations, then go on."""
@@ -266,112 +246,7 @@ class Execution(Runtime):
         if self.definition_error is not None:
             failure = {**error, "compensation": journal.serialize_error(self.definition_error)}
             return self._finish(Status.COMPENSATION_FAILED, error=failure)
-        compensations = sorted(self.compensations, key=lambda c: c.position, reverse=True)
-        return self._compensate(compensations, error)
-
-    def _compensate(self, compensations: list[Compensation], error: dict[str, Any]) -> str:
-        reason = journal.error_from_dict(error)
-        for compensation in compensations:
-            outcome = self._run_compensation(compensation, error, reason)
-            if outcome is not None:
-                return outcome
-        return self._finish(_UNDONE_AS.get(error["name"], Status.FAILED), error=error)
-
-    def _run_compensation(
-        self, compensation: Compensation, error: dict[str, Any], reason: BaseException
-    ) -> str | None:
-        """Run one compensation to its end; a final status when the undo cannot go on."""
-        name = f"{journal.COMPENSATION_PREFIX}{compensation.step}"
-        entry = self.journal.get(name)
-        if entry is not None and entry["status"] == journal.COMPLETED:
-            return None
-        policy = default_retry().merged(
-            compensation.retry, f'Step "{compensation.step}" compensate_retry'
-        )
-        while True:
-            if self.flags.terminate_requested:
-                return self._finish(
-                    Status.CANCELLED, error=journal.serialize_error(self._cancel_error(True))
-                )
-            if self.stop_reason is not None:
-                raise self.stop_interrupt()
-            now = self.now()
-            if entry is not None and entry["status"] == journal.PENDING:
-                retry_at = journal.parse_timestamp(entry.get("retry_at"))
-                if retry_at is not None and retry_at > now:
-                    self.write(
-                        changes={"status": Status.COMPENSATING},
-                        release=store.Release(retry_at, [], self.last_signal_id, self._had_waits),
-                    )
-                    self._emit("workflow-suspended", wake_at=retry_at, waits=[])
-                    return Status.COMPENSATING
-            attempt = (entry.get("attempt") or 0) + 1 if entry is not None else 1
-            running = self.record(
-                name,
-                None,
-                kind="compensation",
-                status=journal.RUNNING,
-                step=compensation.step,
-                attempt=attempt,
-                started_at=journal.timestamp(now),
-            )
-            self.write()
-            step = StepContext(self, compensation.step, name, attempt, None, reason=reason)
-            try:
-                invoke(
-                    self,
-                    step,
-                    lambda step=step: compensation.fn(  # type: ignore[misc]
-                        copy.deepcopy(compensation.result), step
-                    ),
-                    None,
-                    None,
-                )
-            except BaseException as failure:
-                if isinstance(failure, errors.WorkflowInterrupt):
-                    raise
-                if not isinstance(failure, Exception):  # SystemExit, KeyboardInterrupt...
-                    self.escaped = self.escaped or failure
-                if self.stop_reason is not None:
-                    raise self.stop_interrupt()
-                now = self.now()
-                failed = {
-                    **running,
-                    "error": journal.serialize_error(failure),
-                    "finished_at": journal.timestamp(now),
-                }
-                entry = attempt_failed(
-                    self,
-                    name,
-                    None,
-                    failed,
-                    attempt,
-                    failure,
-                    policy,
-                    policy.gives_up(attempt, failure),
-                )
-                if entry is None:
-                    compensation_error = {
-                        **journal.serialize_error(failure),
-                        "step": compensation.step,
-                        "attempts": attempt,
-                    }
-                    return self._finish(
-                        Status.COMPENSATION_FAILED,
-                        error={**error, "compensation": compensation_error},
-                    )
-                continue
-            self.record(
-                name,
-                None,
-                **{
-                    **running,
-                    "status": journal.COMPLETED,
-                    "finished_at": journal.timestamp(self.now()),
-                },
-            )
-            self._emit("step-compensated", step=compensation.step, attempt=attempt)
-            return None
+        return compensations.compensate(self, error)
 
     # -- the end ---------------------------------------------------------------------------------
 

@@ -6,6 +6,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from .. import errors
 from ..errors import WorkflowInterrupt
 from .interrupts import Cancel, HandBack, JournalFull, LeaseLost, RunTimeout, StoreFailed, Suspend
 
@@ -15,7 +16,13 @@ if TYPE_CHECKING:
 
 def gather(x: Runtime, fns: list[Callable[[], Any]]) -> list[Any]:
     """Run `fns` in threads of their own, each a branch of the workflow; their results in order,
-    or the most important of the errors they raised (engine interrupts first)."""
+    or the most important of the errors they raised (engine interrupts first).
+    WorkflowDefinitionError for an argument that is not callable."""
+    for fn in fns:
+        if not callable(fn):
+            raise errors.WorkflowDefinitionError(
+                f"gather() takes zero-argument callables, not {fn!r}."
+            )
     x._guard_step("ctx.gather()")
     position = x._next_position()
     results: list[Any] = [None] * len(fns)
@@ -35,9 +42,9 @@ def gather(x: Runtime, fns: list[Callable[[], Any]]) -> list[Any]:
         except BaseException as error:  # collected, re-raised below in a fixed order
             outcomes[index] = x.swallowed() or error
         finally:
-            x._quiet_change(-1)  # this branch runs no more workflow code
+            x.gate.change(-1)  # this branch runs no more workflow code
             finished.release()
-            x._wake_owner()
+            x.calls.wake()
 
     threads = [
         threading.Thread(
@@ -46,7 +53,7 @@ def gather(x: Runtime, fns: list[Callable[[], Any]]) -> list[Any]:
         for i, fn in enumerate(fns)
     ]
     # The branches run workflow code from now; this thread only waits for them.
-    x._quiet_change(len(threads) - 1)
+    x.gate.change(len(threads) - 1)
     for thread in threads:
         thread.start()
     remaining = len(threads)
@@ -54,8 +61,8 @@ def gather(x: Runtime, fns: list[Callable[[], Any]]) -> list[Any]:
         if finished.acquire(blocking=False):
             remaining -= 1
             continue
-        x._serve(0.05)
-    x._quiet_change(1)
+        x.calls.serve(0.05)
+    x.gate.change(1)
     raised = [error for error in outcomes if error is not None]
     order: tuple[type[BaseException], ...] = (LeaseLost, StoreFailed, HandBack)
     for kind in order:

@@ -104,3 +104,11 @@ def step_failed_from(name: str, entry: dict[str, Any]) -> errors.StepFailedError
         attempts=attempts,
         cause={"name": cause.get("name"), "message": cause.get("message")},
     )
+
+
+def check_name(name: Any, what: str) -> str:
+    """`name`, the journal key of a step, sleep, wait or commit point (`what`); raises
+    WorkflowDefinitionError for one that is not a non-empty string."""
+    if not isinstance(name, str) or not name:
+        raise errors.WorkflowDefinitionError(f"A {what} needs a non-empty name, got {name!r}.")
+    return name

@@ -1,41 +1,83 @@
-"""Steps: replay a journaled result, or run an attempt, journal it, and retry on failure."""
+"""Steps (ctx.step()): replay a journaled result, or run an attempt, journal it, and retry on
+failure."""
 
 from __future__ import annotations
 
 import copy
-import logging
-import threading
-import time
+import inspect
 from collections.abc import Callable
-from datetime import timedelta
-from typing import Any
-
-from django.db import connections
+from typing import TYPE_CHECKING, Any
 
 from .. import errors
+from ..durations import Duration, parse_duration
 from ..jsonvalues import UnstorableValueError
+from ..models import JOURNAL_NAME_LENGTH
 from ..retries import default_retry
 from . import journal
-from .context import StepContext, running_step
-from .runtime import Compensation, Runtime
+from .attempts import attempt_failed, invoke
+from .compensations import register
+from .interrupts import Suspend
+from .stepcontext import StepContext
 
-logger = logging.getLogger("django_workflows")
+if TYPE_CHECKING:
+    from .runtime import Runtime
 
 
-def run_step(
+def _check_arguments(x: Any, fn: Callable[..., Any], count: int, what: str, like: str) -> None:
+    """WorkflowDefinitionError unless `fn` can be called with `count` positional arguments: a
+    `lambda: ...` for a step would otherwise fail every attempt with a TypeError."""
+    try:
+        inspect.signature(fn).bind(*([None] * count))
+    except TypeError as error:
+        raise x._define_error(
+            errors.WorkflowDefinitionError(
+                f"{what} must take {count} argument{'s' if count > 1 else ''} ({like}): "
+                f"{getattr(fn, '__qualname__', fn)!r} cannot ({error})."
+            )
+        ) from None
+    except ValueError:  # no signature to read (some builtins): let it run
+        pass
+
+
+def step(
     x: Runtime,
     name: str,
     fn: Callable[[StepContext], Any],
     *,
     retry: Any,
-    timeout: timedelta | None,
-    heartbeat_timeout: timedelta | None,
-    compensate: Any,
+    timeout: Duration | None,
+    heartbeat_timeout: Duration | None,
+    compensate: Callable[[Any, StepContext], Any] | None,
     compensate_retry: Any,
 ) -> Any:
+    """ctx.step(): its journaled result, or its function run (and retried) and its result
+    journaled. WorkflowDefinitionError for a missing name or function, or one that takes other
+    arguments; ValueError for a name too long for a compensation's entry or a bad duration;
+    StepFailedError once it gives up."""
+    name = journal.check_name(name, "step")
+    if not callable(fn):
+        raise errors.WorkflowDefinitionError(f'Step "{name}" needs a function, got {fn!r}.')
+    _check_arguments(x, fn, 1, f'The function of step "{name}"', "lambda step: ...")
+    if compensate is not None:
+        _check_arguments(
+            x, compensate, 2, f'The compensation of step "{name}"', "lambda result, step: ..."
+        )
+    longest = JOURNAL_NAME_LENGTH - len(journal.COMPENSATION_PREFIX)
+    if compensate is not None and len(name) > longest:
+        raise ValueError(
+            f'The step name "{name[:40]}..." is {len(name)} characters long; a step with a '
+            f"compensation (journaled as {journal.COMPENSATION_PREFIX}<step>) can be at most "
+            f"{longest}."
+        )
+    run_timeout = None if timeout is None else parse_duration(timeout, f'Step "{name}" timeout')
+    heartbeat = (
+        None
+        if heartbeat_timeout is None
+        else parse_duration(heartbeat_timeout, f'Step "{name}" heartbeat_timeout')
+    )
     position, entry = x.enter(name, "step")
     if entry is not None and entry["status"] == journal.COMPLETED:
-        _register(x, position, name, compensate, compensate_retry, entry["result"])
+        register(x, position, name, compensate, compensate_retry, entry["result"])
         return copy.deepcopy(entry["result"])
     if entry is not None and entry["status"] == journal.FAILED:
         raise journal.step_failed_from(name, entry)
@@ -49,7 +91,8 @@ def run_step(
             if retry_at is not None and retry_at > x.now():
                 x.suspend(wake_at=retry_at)
         # A gather branch that parks the instance: new steps in the others wait for it.
-        x.start_gate()
+        if x.gate.enter_step(x.suspension):
+            raise x.interrupted(Suspend())
         try:
             attempt = (entry.get("attempt") or 0) + 1 if entry is not None else 1
             progress = entry.get("progress") if entry is not None else None
@@ -91,10 +134,10 @@ def run_step(
                 x.check_interrupts(name, entry)
             with x._lock:
                 x.keep(name, running)
-            step = StepContext(x, name, name, attempt, progress)  # type: ignore[arg-type]
+            step = StepContext(x, name, name, attempt, progress)
             try:
                 call: Callable[[], Any] = lambda step=step: fn(step)  # type: ignore[misc]  # noqa: E731
-                result = invoke(x, step, call, timeout, heartbeat_timeout)
+                result = invoke(x, step, call, run_timeout, heartbeat)
                 result = x.to_json(result, f'The result of step "{name}"')
             except BaseException as error:
                 if isinstance(error, errors.WorkflowInterrupt):
@@ -139,126 +182,7 @@ def run_step(
                 attempt=attempt,
                 duration_ms=round((finished - started).total_seconds() * 1000),
             )
-            _register(x, position, name, compensate, compensate_retry, result)
+            register(x, position, name, compensate, compensate_retry, result)
             return copy.deepcopy(result)
         finally:
-            x.step_ended()
-
-
-def _register(
-    x: Runtime, position: tuple[int, ...], name: str, compensate: Any, retry: Any, result: Any
-) -> None:
-    if compensate is not None:
-        with x._lock:
-            x.compensations.append(Compensation(position, name, compensate, retry, result))
-
-
-def invoke(
-    x: Runtime,
-    step: StepContext,
-    call: Callable[[], Any],
-    timeout: timedelta | None,
-    heartbeat_timeout: timedelta | None,
-) -> Any:
-    """Run a step's function; with timeouts, in a thread of its own that can be abandoned
-    (Python cannot kill a thread: a late result is discarded)."""
-    with x._lock:
-        x.running_steps.add(step)
-    try:
-        if timeout is None and heartbeat_timeout is None:
-            x._local.in_step = True
-            running = running_step.set(step)
-            try:
-                return call()
-            finally:
-                running_step.reset(running)
-                x._local.in_step = False
-        return _call_with_timeouts(x, step, call, timeout, heartbeat_timeout)
-    finally:
-        with x._lock:
-            x.running_steps.discard(step)
-
-
-def _call_with_timeouts(
-    x: Runtime,
-    step: StepContext,
-    call: Callable[[], Any],
-    timeout: timedelta | None,
-    heartbeat_timeout: timedelta | None,
-) -> Any:
-    box: dict[str, Any] = {}
-    done = threading.Event()
-
-    def target() -> None:
-        x._local.in_step = True
-        running_step.set(step)  # this thread runs nothing else
-        try:
-            box["result"] = call()
-        except BaseException as error:  # handed to the execution's thread
-            box["error"] = error
-        finally:
-            done.set()
-            x._wake_owner()
-            connections.close_all()  # this thread's own connections only
-
-    started = time.monotonic()
-    threading.Thread(target=target, name=f"step {step.idempotency_key}", daemon=True).start()
-    while not done.is_set():
-        limits = []
-        if timeout is not None:
-            limits.append((started + timeout.total_seconds(), "timeout", timeout))
-        if heartbeat_timeout is not None:
-            limits.append(
-                (
-                    step.last_beat + heartbeat_timeout.total_seconds(),
-                    "heartbeat_timeout",
-                    heartbeat_timeout,
-                )
-            )
-        at, which, length = min(limits)
-        remaining = at - time.monotonic()
-        if remaining <= 0:
-            step.cancelled.set()
-            raise errors.StepTimeoutError(
-                f'Step "{step._name}" attempt {step.attempt} ran past its {which} of {length}.'
-            )
-        x._serve(min(remaining, 0.25))
-    if "error" in box:
-        raise box["error"]
-    return box.get("result")
-
-
-def attempt_failed(
-    x: Runtime,
-    name: str,
-    position: tuple[int, ...] | None,
-    failed: dict[str, Any],
-    attempt: int,
-    error: BaseException,
-    policy: Any,
-    gives_up: bool,
-) -> dict[str, Any] | None:
-    """Journal a failed attempt (of a step or a compensation) and send `step-failed`: the entry,
-    pending its retry, or None when the step gives up."""
-    serialized = journal.serialize_error(error)
-    logger.log(
-        logging.WARNING if isinstance(error, Exception) else logging.ERROR,
-        'Step "%s" of instance %s failed (attempt %d, %s).',
-        name,
-        x.instance.id,
-        attempt,
-        "no more attempts" if gives_up else "it is retried",
-        exc_info=error,
-    )
-    if gives_up:
-        x.record(name, position, **{**failed, "status": journal.FAILED})
-        x._emit("step-failed", step=name, attempt=attempt, error=serialized, retry_at=None)
-        return None
-    retry_at = x.now() + policy.wait_before(attempt, error)
-    entry = x.record(
-        name,
-        position,
-        **{**failed, "status": journal.PENDING, "retry_at": journal.timestamp(retry_at)},
-    )
-    x._emit("step-failed", step=name, attempt=attempt, error=serialized, retry_at=retry_at)
-    return entry
+            x.gate.leave_step()

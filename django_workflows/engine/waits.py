@@ -1,20 +1,152 @@
-"""Waits: a signal, a timer, or whichever of several comes first, decided once and journaled."""
+"""Waits: a sleep, a signal, a timer, or whichever of several comes first, decided once and
+journaled; and the conditions ctx.wait_for_any() takes."""
 
 from __future__ import annotations
 
 import copy
-from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, ClassVar
 
+from .. import errors
+from ..definitions import WorkflowSignal
+from ..durations import Duration, parse_duration
+from ..instances import check_key
 from ..results import WaitOutcome
 from . import journal
-from .context import ChildCondition, SignalCondition, TimerCondition
 
 if TYPE_CHECKING:
     from .runtime import Runtime
 
 
+@dataclass(frozen=True)
+class SignalCondition:
+    """A signal to wait for, in wait_for_any()."""
+
+    signal: str
+    key: str | None
+    match: Callable[[Any], bool] | None
+
+    # A signal goes to one wait; a child's end (children.ChildCondition) to every wait for it.
+    exclusive: ClassVar[bool] = True
+
+    def outcome(self, payload: Any) -> Any:
+        """What wait_for_any() returns when this condition wins with `payload`: the payload."""
+        return payload
+
+
+@dataclass(frozen=True)
+class TimerCondition:
+    """A timer, in wait_for_any(): fires `duration` after the wait is first reached, or at `until`."""
+
+    duration: timedelta | None
+    until: datetime | None
+
+
+class Waitable(ABC):
+    """What wait_for_any() takes besides a condition (a child's handle): it gives its condition."""
+
+    @abstractmethod
+    def condition(self) -> SignalCondition:
+        """The condition wait_for_any() waits for in its place."""
+
+
+def timer(duration: Duration | None = None, *, until: datetime | None = None) -> TimerCondition:
+    """A timer condition; WorkflowDefinitionError unless given exactly one of `duration` and
+    `until`, ValueError for an `until` that is not an aware datetime or a bad duration."""
+    if (duration is None) == (until is None):
+        raise errors.WorkflowDefinitionError(
+            "Give a timer either a duration or until=, not both or neither."
+        )
+    if until is not None:
+        if not isinstance(until, datetime) or until.tzinfo is None:
+            raise ValueError(f"until must be an aware datetime, not {until!r}.")
+        return TimerCondition(None, until)
+    return TimerCondition(parse_duration(duration, "The timer's duration"), None)  # type: ignore[arg-type]
+
+
+def signal_condition(
+    x: Runtime,
+    signal: WorkflowSignal | str,
+    key: str | None,
+    match: Callable[[Any], bool] | None,
+) -> SignalCondition:
+    """A signal condition; WorkflowDefinitionError for a bad signal or key, ValueError for a
+    name or key that does not fit its column."""
+    if key is not None and not isinstance(key, str):
+        raise errors.WorkflowDefinitionError(f"A signal key must be a string, not {key!r}.")
+    name = signal.name if isinstance(signal, WorkflowSignal) else signal
+    if not isinstance(name, str) or not name:
+        raise errors.WorkflowDefinitionError(
+            f"Expected a WorkflowSignal or a signal name, got {signal!r}."
+        )
+    check_key("The signal name", name, x.using)
+    check_key("The signal key", key, x.using)
+    return SignalCondition(name, key, match)
+
+
+def _deadline(timer: TimerCondition, now: datetime) -> datetime:
+    if timer.until is not None:
+        return timer.until
+    assert timer.duration is not None
+    return now + timer.duration
+
+
+def sleep(x: Runtime, name: str, timer: TimerCondition) -> None:
+    """The sleep `name`: done once its timer fired, else Suspend until it does."""
+    position, entry = x.enter(name, "sleep")
+    if entry is not None and entry["status"] == journal.COMPLETED:
+        return None
+    x.check_interrupts(name, entry)
+    if entry is None:
+        wake_at = _deadline(timer, x.now())
+        entry = x.record(
+            name,
+            position,
+            kind="sleep",
+            status=journal.PENDING,
+            started_at=journal.timestamp(x.now()),
+            wake_at=journal.timestamp(wake_at),
+        )
+    due = journal.parse_timestamp(entry["wake_at"])
+    assert due is not None
+    if x.now() >= due:
+        x.record(
+            name,
+            position,
+            **{**entry, "status": journal.COMPLETED, "finished_at": journal.timestamp(x.now())},
+        )
+        return None
+    x.suspend(wake_at=due)
+
+
+def wait_for_any(x: Runtime, name: str, conditions: dict[str, Any]) -> WaitOutcome:
+    """The wait `name` for whichever of `conditions` (conditions or Waitables) comes first;
+    WorkflowDefinitionError for none, or for another kind of object."""
+    if not conditions:
+        raise errors.WorkflowDefinitionError(
+            f'wait_for_any("{name}") needs at least one condition.'
+        )
+    for key, condition in conditions.items():
+        if isinstance(condition, Waitable):
+            conditions[key] = condition.condition()
+        elif not isinstance(condition, SignalCondition | TimerCondition):
+            raise errors.WorkflowDefinitionError(
+                f'wait_for_any("{name}"): condition {key!r} must be ctx.signal_wait(), '
+                f"ctx.timer() or a child's handle, not {condition!r}."
+            )
+    won = wait(x, name, conditions)
+    winner = conditions[won.key]
+    if isinstance(winner, SignalCondition):
+        return WaitOutcome(won.key, winner.outcome(won.value))
+    return won
+
+
 def wait(x: Runtime, name: str, conditions: dict[str, Any], *, kind: str = "wait") -> WaitOutcome:
+    """Wait `name` for whichever of `conditions` comes first, decided once and journaled:
+    its key and value, or Suspend until one can."""
     position, entry = x.enter(name, kind)
     if entry is not None and entry["status"] == journal.COMPLETED:
         return WaitOutcome(entry["result"]["key"], copy.deepcopy(entry["result"]["value"]))
@@ -23,7 +155,7 @@ def wait(x: Runtime, name: str, conditions: dict[str, Any], *, kind: str = "wait
     signal_conditions = {k: c for k, c in conditions.items() if isinstance(c, SignalCondition)}
     if entry is None:
         recorded = {
-            key: journal.timestamp(x.timer_deadline(condition, now))
+            key: journal.timestamp(_deadline(condition, now))
             for key, condition in conditions.items()
             if isinstance(condition, TimerCondition)
         }
@@ -48,7 +180,7 @@ def wait(x: Runtime, name: str, conditions: dict[str, Any], *, kind: str = "wait
         for key, condition in signal_conditions.items():
             for signal in received[key]:
                 # A signal goes to one wait; a child's end is a fact every wait for it sees.
-                if signal.id in x.consumed and not isinstance(condition, ChildCondition):
+                if signal.id in x.consumed and condition.exclusive:
                     continue
                 if first_deadline is not None and signal.created_at > first_deadline:
                     break  # recorded after the deadline: the timer wins
@@ -93,3 +225,19 @@ def wait(x: Runtime, name: str, conditions: dict[str, Any], *, kind: str = "wait
         return WaitOutcome(key, None)
     x.suspend(wake_at=first_deadline, waits=[(c.signal, c.key) for c in signal_conditions.values()])
     raise AssertionError("unreachable")
+
+
+def wait_for_signal(
+    x: Runtime,
+    name: str,
+    signal: WorkflowSignal | str,
+    *,
+    key: str | None,
+    timeout: Duration | None,
+    match: Callable[[Any], bool] | None,
+) -> Any:
+    """The wait `name` for `signal` with `key`: its payload, or None once `timeout` passes."""
+    conditions: dict[str, Any] = {"signal": signal_condition(x, signal, key, match)}
+    if timeout is not None:
+        conditions["timeout"] = timer(timeout)
+    return wait(x, name, conditions).value

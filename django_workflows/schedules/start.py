@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from ..client import start_instance
 from ..definitions import Schedule, ScheduleOccurrence, Workflow
 from ..errors import WorkflowIdConflictError
+from ..instances import start_instance
 from ..models import WorkflowInstance, WorkflowSchedule
 from ..registry import registry
 from .declared import declared_in_code

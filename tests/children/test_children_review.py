@@ -9,7 +9,7 @@ import pytest
 from django.db import DatabaseError
 
 import django_workflows as wf
-from django_workflows import client
+from django_workflows import instances
 from django_workflows.models import WorkflowInstance
 
 pytestmark = pytest.mark.django_db
@@ -138,7 +138,7 @@ def test_a_parent_never_ends_or_compensates_without_closing_its_children(
             ctx.fail("Changed my mind.")
         return "done"
 
-    real_cancel, calls = client.cancel, []
+    real_cancel, calls = instances.request_cancel, []
 
     def flaky_cancel(id, reason=None, **kwargs):
         calls.append(id)
@@ -146,7 +146,7 @@ def test_a_parent_never_ends_or_compensates_without_closing_its_children(
             raise DatabaseError("connection lost")
         return real_cancel(id, reason, **kwargs)
 
-    monkeypatch.setattr(client, "cancel", flaky_cancel)
+    monkeypatch.setattr(instances, "request_cancel", flaky_cancel)
     wf.start("short-parent", {}, id="sp")
     wf.drain()
     workflow_clock.advance("1m")  # past the lease of the execution that stopped

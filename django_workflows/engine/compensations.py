@@ -1,0 +1,184 @@
+"""Compensations: registered by completed steps, discarded at a commit point, and run in
+reverse order when the instance fails or is cancelled (its undo)."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .. import errors
+from ..models import Status
+from ..retries import default_retry
+from ..store import instances as store
+from . import journal
+from .attempts import attempt_failed, invoke
+from .stepcontext import StepContext
+
+if TYPE_CHECKING:
+    from .execution import Execution
+    from .runtime import Runtime
+
+UNDONE_AS = {
+    "WorkflowCancelledError": Status.CANCELLED,
+    "WorkflowTerminatedError": Status.CANCELLED,
+}
+"""The status an instance ends with once undone, by its error's name; `failed` for others."""
+
+
+@dataclass
+class Compensation:
+    """A completed step's compensation, to run with its result if the instance is undone."""
+
+    position: tuple[int, ...]
+    step: str
+    fn: Callable[[Any, StepContext], Any]
+    retry: Any
+    result: Any
+
+
+def register(
+    x: Runtime, position: tuple[int, ...], name: str, compensate: Any, retry: Any, result: Any
+) -> None:
+    """The step `name` completed with `result`: hold its compensation, if it has one."""
+    if compensate is not None:
+        with x._lock:
+            x.compensations.append(Compensation(position, name, compensate, retry, result))
+
+
+def commit(x: Runtime, name: str) -> None:
+    """The commit point `name`: journaled once; the compensations registered so far go."""
+    position, entry = x.enter(name, "commit")
+    if entry is None or entry["status"] != journal.COMPLETED:
+        x.check_interrupts(name, entry)
+        x.record(
+            name,
+            position,
+            kind="commit",
+            status=journal.COMPLETED,
+            finished_at=journal.timestamp(x.now()),
+        )
+    with x._lock:
+        x.compensations.clear()
+
+
+def undo(x: Execution, reason: BaseException) -> str:
+    """The instance failed or was cancelled: run the compensations, in reverse order."""
+    if x.flags.terminate_requested:
+        return x._finish(Status.CANCELLED, error=journal.serialize_error(x._cancel_error(True)))
+    error = journal.serialize_error(reason)
+    if not x.compensations:
+        return x._finish(UNDONE_AS.get(error["name"], Status.FAILED), error=error)
+    x._close_children(f"Its parent {x.instance.id!r} is compensating.")
+    x.write(changes={"status": Status.COMPENSATING, "error": error})
+    x.instance.status = Status.COMPENSATING
+    x._emit("workflow-compensating", error=error)
+    return compensate(x, error)
+
+
+def compensate(x: Execution, error: dict[str, Any]) -> str:
+    """Run the compensations registered so far, latest step position first, then end the
+    instance as `error` says (or `compensation_failed`, or `cancelled` by a terminate)."""
+    compensations = sorted(x.compensations, key=lambda c: c.position, reverse=True)
+    reason = journal.error_from_dict(error)
+    for compensation in compensations:
+        outcome = _run_compensation(x, compensation, error, reason)
+        if outcome is not None:
+            return outcome
+    return x._finish(UNDONE_AS.get(error["name"], Status.FAILED), error=error)
+
+
+def _run_compensation(
+    x: Execution, compensation: Compensation, error: dict[str, Any], reason: BaseException
+) -> str | None:
+    """Run one compensation to its end; a final status when the undo cannot go on."""
+    name = f"{journal.COMPENSATION_PREFIX}{compensation.step}"
+    entry = x.journal.get(name)
+    if entry is not None and entry["status"] == journal.COMPLETED:
+        return None
+    policy = default_retry().merged(
+        compensation.retry, f'Step "{compensation.step}" compensate_retry'
+    )
+    while True:
+        if x.flags.terminate_requested:
+            return x._finish(Status.CANCELLED, error=journal.serialize_error(x._cancel_error(True)))
+        if x.stop_reason is not None:
+            raise x.stop_interrupt()
+        now = x.now()
+        if entry is not None and entry["status"] == journal.PENDING:
+            retry_at = journal.parse_timestamp(entry.get("retry_at"))
+            if retry_at is not None and retry_at > now:
+                x.write(
+                    changes={"status": Status.COMPENSATING},
+                    release=store.Release(retry_at, [], x.last_signal_id, x._had_waits),
+                )
+                x._emit("workflow-suspended", wake_at=retry_at, waits=[])
+                return Status.COMPENSATING
+        attempt = (entry.get("attempt") or 0) + 1 if entry is not None else 1
+        running = x.record(
+            name,
+            None,
+            kind="compensation",
+            status=journal.RUNNING,
+            step=compensation.step,
+            attempt=attempt,
+            started_at=journal.timestamp(now),
+        )
+        x.write()
+        step = StepContext(x, compensation.step, name, attempt, None, reason=reason)
+        try:
+            invoke(
+                x,
+                step,
+                lambda step=step: compensation.fn(  # type: ignore[misc]
+                    copy.deepcopy(compensation.result), step
+                ),
+                None,
+                None,
+            )
+        except BaseException as failure:
+            if isinstance(failure, errors.WorkflowInterrupt):
+                raise
+            if not isinstance(failure, Exception):  # SystemExit, KeyboardInterrupt...
+                x.escaped = x.escaped or failure
+            if x.stop_reason is not None:
+                raise x.stop_interrupt()
+            now = x.now()
+            failed = {
+                **running,
+                "error": journal.serialize_error(failure),
+                "finished_at": journal.timestamp(now),
+            }
+            entry = attempt_failed(
+                x,
+                name,
+                None,
+                failed,
+                attempt,
+                failure,
+                policy,
+                policy.gives_up(attempt, failure),
+            )
+            if entry is None:
+                compensation_error = {
+                    **journal.serialize_error(failure),
+                    "step": compensation.step,
+                    "attempts": attempt,
+                }
+                return x._finish(
+                    Status.COMPENSATION_FAILED,
+                    error={**error, "compensation": compensation_error},
+                )
+            continue
+        x.record(
+            name,
+            None,
+            **{
+                **running,
+                "status": journal.COMPLETED,
+                "finished_at": journal.timestamp(x.now()),
+            },
+        )
+        x._emit("step-compensated", step=compensation.step, attempt=attempt)
+        return None

@@ -1,0 +1,77 @@
+"""The step context: what a step's function (and a compensation) receives, and the ids a
+step derives for the instances it starts and the signals it sends (see scope.running_step)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+from ..models import KEY_LENGTH
+
+if TYPE_CHECKING:
+    from .runtime import Runtime
+
+
+class StepContext:
+    """What a step's function (and a compensation) receives."""
+
+    def __init__(
+        self,
+        execution: Runtime,
+        name: str,
+        entry_name: str,
+        attempt: int,
+        progress: Any,
+        reason: BaseException | None = None,
+    ):
+        self._execution = execution
+        self._name = name
+        self._entry_name = entry_name
+        self.idempotency_key = f"{execution.instance.id}:{entry_name}"
+        self.attempt = attempt
+        self.progress = progress
+        self.reason = reason
+        self.cancelled = threading.Event()
+        self.last_beat = time.monotonic()
+        self._places: Counter[tuple[Any, ...]] = Counter()
+        self._places_lock = threading.Lock()
+
+    def start_id(self, workflow: str) -> str:
+        """The id of this attempt's next start() of `workflow` without an id: the step's
+        idempotency key, the workflow and its place among the step's starts of it, the same at
+        every attempt, so a retried step finds the instances it started. A digest where that
+        text would be too long for an id, or ambiguous."""
+        place = self._place("start", workflow)
+        text = f"{self.idempotency_key}/{workflow}#{place}"
+        if len(text) <= KEY_LENGTH and "/" not in workflow and "#" not in workflow:
+            return text
+        return "step-start:" + _digest(self.idempotency_key, workflow, place)
+
+    def signal_id(self, name: str, key: str | None) -> str:
+        """The dedupe id of this attempt's next signal() of `name` with `key` without an id:
+        from the step's idempotency key and its place among the step's signals with that name
+        and key, so a retried step's signals are stored once."""
+        return "step-signal:" + _digest(
+            self.idempotency_key, name, key, self._place("signal", name, key)
+        )
+
+    def _place(self, *what: Any) -> int:
+        with self._places_lock:
+            self._places[what] += 1
+            return self._places[what]
+
+    def heartbeat(self, progress: Any = None) -> None:
+        """Journal a checkpoint (the next attempt gets it as `progress`) and renew heartbeat_timeout."""
+        self.last_beat = time.monotonic()
+        if progress is not None:
+            progress = self._execution.to_json(progress, f'The progress of step "{self._name}"')
+            self.progress = progress
+            self._execution.checkpoint(self._entry_name, progress)
+
+
+def _digest(*parts: Any) -> str:
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()

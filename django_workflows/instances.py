@@ -1,0 +1,244 @@
+"""Creating an instance, checking a key and requesting a cancel: what the client and the
+engine both do (a parent starts and cancels its children), below both of them; and a row as
+the client returns it (instance_status), which a cancel returns too.
+
+The client's start(), cancel() and terminate() and the engine's children call these; so does a
+schedule's occurrence. Every write joins the caller's transaction and wakes the workers at commit.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+
+from . import clock, wakeups
+from .conf import database_alias
+from .definitions import Workflow, check_priority
+from .durations import Duration, parse_duration
+from .errors import WorkflowIdConflictError, WorkflowNotFoundError
+from .jsonvalues import MAX_MESSAGE, check_text
+from .models import KEY_LENGTH, Status, WorkflowInstance
+from .results import CancelResult, InstanceStatus, JournalEntry, StartResult, Wait
+from .schedules.ids import is_occurrence_id
+from .store import instances as store
+from .store import payloads
+from .store.backends import backend
+from .store.deadlocks import retries_deadlocks
+from .store.values import to_json
+
+
+def check_key(what: str, value: str | None, using: str, max_length: int = KEY_LENGTH) -> None:
+    """Refuse an id, name or key longer than its column, or with a NUL or a lone surrogate in
+    it, before any SQL, on every database: PostgreSQL and MySQL would refuse it
+    mid-transaction, and SQLite would keep it."""
+    if value is None:
+        return
+    if not isinstance(value, str):
+        raise TypeError(f"{what} must be a string, not {type(value).__name__}.")
+    if len(value) > max_length:
+        raise ValueError(
+            f"{what} is {len(value)} characters long; the most it can be is {max_length}."
+        )
+    check_text(what, value)
+
+
+def wake_on_commit(using: str) -> None:
+    """Wake this process's workers at commit, and on PostgreSQL the other processes' too."""
+    backend(using).notify()
+    transaction.on_commit(wakeups.wake_local_workers, using=using)
+
+
+def start_instance(
+    definition: Workflow,
+    input: Any,
+    *,
+    id: str | None,
+    using: str,
+    timeout: Duration | None = None,
+    priority: int | None = None,
+    concurrency_key: str | None = None,
+    rate_limit_key: str | None = None,
+    schedule_id: str | None = None,
+    scheduled_at: datetime | None = None,
+    parent_id: str | None = None,
+    parent_close: str | None = None,
+    repeated: bool = False,
+) -> StartResult:
+    """start() of a resolved definition; a schedule's occurrence passes its id and time too,
+    a child its parent's id and what becomes of it when the parent ends. `repeated`: the id
+    is a step's, whose repeat gets the instance back whatever its input."""
+    value = to_json(input, f'The input of workflow "{definition.name}"', using=using)
+    if id is None:
+        id = str(uuid.uuid4())
+    check_key("The instance id", id, using)
+    if not id:
+        raise ValueError("The instance id must not be empty.")
+    if schedule_id is None and is_occurrence_id(id):
+        raise ValueError(
+            f"The instance id {id!r} has the form of a schedule occurrence's, "
+            f"<schedule id>@<time>, which only that occurrence's instance takes: use another id."
+        )
+    check_priority(priority)
+    run_timeout = definition.timeout if timeout is None else parse_duration(timeout, "timeout")
+    concurrency_key = _key(definition, "concurrency", concurrency_key, value)
+    rate_limit_key = _key(definition, "rate_limit", rate_limit_key, value)
+    check_key("concurrency_key", concurrency_key, using)
+    check_key("rate_limit_key", rate_limit_key, using)
+    now = clock.now()
+    instance = WorkflowInstance(
+        id=id,
+        workflow=definition.name,
+        version=definition.version,
+        status=Status.PENDING,
+        input=value,
+        wake_at=now,
+        deadline=None if run_timeout is None else now + run_timeout,
+        priority=priority or 0,
+        concurrency_key=concurrency_key,
+        rate_limit_key=rate_limit_key,
+        schedule_id=schedule_id,
+        scheduled_at=scheduled_at,
+        parent_id=parent_id,
+        parent_close=parent_close,
+        created_at=now,
+        updated_at=now,
+    )
+
+    @retries_deadlocks
+    def create(using: str) -> tuple[WorkflowInstance, bool]:
+        with transaction.atomic(using=using, savepoint=False):
+            stored, created = store.create_instance(using, instance)
+            if created:
+                wake_on_commit(using)
+            return stored, created
+
+    payloads.encode_instance(instance)
+    stored, created = create(using)
+    if not created and (
+        stored.workflow != definition.name
+        or stored.parent_id != parent_id
+        or stored.schedule_id != schedule_id  # an occurrence's instance is its schedule's own
+        or (
+            not repeated
+            and payloads.decode_value("input", stored.input, payloads.instance_at(id, "input"))
+            != value
+        )
+    ):
+        raise WorkflowIdConflictError(
+            f"Instance {id!r} exists already, of workflow {stored.workflow!r} with another "
+            f"input{' or parent' if stored.parent_id or parent_id else ''}. Start it with the same "
+            f"workflow and input to get it back, or use another id."
+        )
+    return StartResult(stored.id, stored.workflow, stored.version, created, Status(stored.status))
+
+
+def _key(definition: Workflow, kind: str, given: str | None, input: Any) -> str | None:
+    limits = definition.concurrency if kind == "concurrency" else definition.rate_limit
+    keyed = [limit for limit in limits if limit.key is not None]
+    if given is not None:
+        if not keyed:
+            raise ValueError(
+                f"{kind}_key was given, but workflow {definition.name!r} has no {kind} limit with a key."
+            )
+        return given
+    if not keyed:
+        return None
+    key = keyed[0].key(input)  # type: ignore[misc]
+    if key is not None and not isinstance(key, str):
+        raise TypeError(
+            f"The {kind} key function of workflow {definition.name!r} must return a string."
+        )
+    return key
+
+
+def request_cancel(
+    id: str, reason: str | None = None, *, terminate: bool, using: str | None
+) -> CancelResult:
+    """Ask an unfinished instance to cancel (or with `terminate`, to stop without running its
+    compensations), as cancel() and terminate() do, and as a parent does to its children.
+
+    `accepted` is False when it had ended, was compensating, or a cancel or terminate was
+    requested before. Raises WorkflowNotFoundError for an unknown id, TypeError or ValueError
+    for a reason that is not a string or is too long.
+    """
+    using = database_alias(using)
+    if reason is not None:
+        if not isinstance(reason, str):
+            raise TypeError(f"The reason must be a string, not {type(reason).__name__}.")
+        if len(reason) > MAX_MESSAGE:
+            raise ValueError(
+                f"The reason is {len(reason)} characters long; the most it can be is {MAX_MESSAGE}."
+            )
+        check_text("The reason", reason)
+    with transaction.atomic(using=using, savepoint=False):
+        accepted = store.request_cancel(
+            using, id, reason=reason, now=clock.now(), terminate=terminate
+        )
+        if accepted:
+            wake_on_commit(using)
+            transaction.on_commit(
+                lambda: wakeups.cancel_requested(id, terminate=terminate, reason=reason),
+                using=using,
+            )
+    row = store.get_instance(using, id)
+    if row is None:
+        raise WorkflowNotFoundError(f"No workflow instance has the id {id!r}.")
+    # Not strict: an instance whose payloads the codec cannot read can still be cancelled.
+    return CancelResult(
+        accepted, instance_status(row, store.load_waits(using, [id]).get(id, []), strict=False)
+    )
+
+
+def _journal_entry(name: str, doc: dict[str, Any]) -> JournalEntry:
+    started, finished = doc.get("started_at"), doc.get("finished_at")
+    return JournalEntry(
+        name=name,
+        kind=doc.get("kind", "step"),
+        status=doc.get("status", ""),
+        attempt=doc.get("attempt"),
+        result=doc.get("result"),
+        error=doc.get("error"),
+        started_at=datetime.fromisoformat(started) if started else None,
+        finished_at=datetime.fromisoformat(finished) if finished else None,
+    )
+
+
+def instance_status(
+    row: WorkflowInstance,
+    waits: list[tuple[str, str | None]],
+    journal: list[tuple[str, dict[str, Any]]] | None = None,
+    children: list[InstanceStatus] | None = None,
+    *,
+    strict: bool = True,
+) -> InstanceStatus:
+    """The row as the client returns it (an InstanceStatus), its payloads decoded. Not strict: a payload the codec
+    cannot read is None (list_instances() shows such an instance without its payloads)."""
+    payloads.decode_instance(row, strict=strict)
+    return InstanceStatus(
+        id=row.id,
+        workflow=row.workflow,
+        version=row.version,
+        status=row.status,
+        input=row.input,
+        output=row.output,
+        error=row.error,
+        custom_status=row.custom_status,
+        wake_at=row.wake_at,
+        deadline=row.deadline,
+        priority=row.priority or None,
+        parent_id=row.parent_id,
+        schedule_id=row.schedule_id,
+        scheduled_at=row.scheduled_at,
+        runs=row.runs,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+        lease_owner=row.lease_owner,
+        cancel_requested=row.cancel_requested,
+        terminate_requested=row.terminate_requested,
+        waits=[Wait(signal, key) for signal, key in waits],
+        journal=None if journal is None else [_journal_entry(n, d) for n, d in journal],
+        children=children,
+    )
