@@ -8,7 +8,11 @@ from django.conf import settings
 from django.core.checks import Error, Tags, register
 from django.utils.module_loading import import_string
 
+from . import codecs
 from .conf import get_settings
+from .models import KEY_LENGTH
+from .registry import registry
+from .retries import RetryPolicy
 from .store.backends import backend
 
 
@@ -36,7 +40,6 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[Any]:
 
 def _check_retry_and_clock(configured: Any) -> list[Any]:
     """E001 for a RETRY the steps could not use, and a CLOCK that cannot tell the time."""
-    from .retries import RetryPolicy
 
     problems = []
     try:
@@ -63,7 +66,6 @@ def _check_retry_and_clock(configured: Any) -> list[Any]:
 
 
 def _check_codecs() -> list[Any]:
-    from . import codecs
 
     try:
         configured = codecs.configured_codecs()
@@ -82,8 +84,6 @@ def check_definitions(app_configs: Any = None, **kwargs: Any) -> list[Any]:
     """E003: a workflow name longer than its column. E007: one schedule id declared by two
     workflows (a bad id, timing or option fails at the declaration, with a ValueError). E008: a
     concurrency or rate-limit key on a workflow whose limits in force have no per-key limit."""
-    from .models import KEY_LENGTH
-    from .registry import registry
 
     problems: list[Any] = []
     declared_by: dict[str, str] = {}

@@ -33,6 +33,7 @@ from django.core.signals import setting_changed
 from django.dispatch import receiver
 from django.utils.module_loading import import_string
 
+from .conf import get_settings
 from .errors import WorkflowPayloadError
 
 __all__ = [
@@ -188,8 +189,6 @@ def _key_bytes(key_id: str, key: Any) -> bytes:
 @functools.cache
 def configured_codecs() -> tuple[PayloadCodec, ...]:
     """The codecs of the CODEC setting, the encoding one first; raises ValueError naming a bad one."""
-    from .conf import get_settings
-
     raw = get_settings().codec
     if raw is None:
         return ()

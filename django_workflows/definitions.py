@@ -11,6 +11,7 @@ from typing import Any
 
 from .durations import Duration, parse_duration
 from .jsonvalues import to_json
+from .schedules.timing import timing
 
 _UNSET: Any = object()
 JITTERS = ("none", "full", "equal")
@@ -160,8 +161,6 @@ class Schedule:
     input: Any = None
 
     def __post_init__(self) -> None:
-        from .schedules.timing import timing
-
         check_schedule_options(
             self.id,
             missed=self.missed,

@@ -11,6 +11,9 @@ from contextlib import ContextDecorator
 from datetime import UTC, datetime
 from typing import Any
 
+from . import clock as engine_clock
+from .durations import parse_duration
+
 try:
     import pytest
 except ImportError:  # pragma: no cover - pytest is only needed for the fixture
@@ -37,8 +40,6 @@ class ManualClock:
 
     def advance(self, duration: Any) -> datetime:
         """Move the clock forward by a duration ("3d", seconds, a timedelta); the new time."""
-        from .durations import parse_duration
-
         with self._lock:
             self._now += parse_duration(duration, "advance()'s duration")
             return self._now
@@ -60,14 +61,10 @@ class use_clock(ContextDecorator):  # noqa: N801 - used like a function
         self.clock = clock
 
     def __enter__(self) -> Any:
-        from . import clock as engine_clock
-
         engine_clock.set_override(self.clock)
         return self.clock
 
     def __exit__(self, *exc: object) -> None:
-        from . import clock as engine_clock
-
         engine_clock.set_override(None)
 
 

@@ -20,6 +20,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 from django.utils.text import Truncator
 
+from .. import client, operations
 from ..conf import database_alias
 from ..models import Signal, WorkflowInstance, WorkflowSchedule
 from .actions import (
@@ -335,13 +336,11 @@ class WorkflowInstanceAdmin(ReadOnlyAdmin):
 
     @admin.action(description="Cancel (runs compensations)", permissions=["cancel"])
     def cancel(self, request: HttpRequest, queryset: QuerySet[WorkflowInstance]) -> None:
-        from ..client import cancel
-
         why = admin_reason(request, "Cancelled")
         outcome = apply(
             queryset,
             lambda row: cancel_refusal(row, False),
-            lambda row: cancel(row.id, why).accepted,
+            lambda row: client.cancel(row.id, why).accepted,
         )
         report(self, request, "Cancel requested for", outcome, requested=True)
 
@@ -349,8 +348,6 @@ class WorkflowInstanceAdmin(ReadOnlyAdmin):
     def terminate(
         self, request: HttpRequest, queryset: QuerySet[WorkflowInstance]
     ) -> TemplateResponse | None:
-        from ..client import terminate
-
         if not confirmed(request):
             return confirmation(
                 self,
@@ -370,23 +367,19 @@ class WorkflowInstanceAdmin(ReadOnlyAdmin):
         outcome = apply(
             queryset,
             lambda row: cancel_refusal(row, True),
-            lambda row: terminate(row.id, why).accepted,
+            lambda row: client.terminate(row.id, why).accepted,
         )
         report(self, request, "Terminate requested for", outcome, requested=True)
         return None
 
     @admin.action(description="Retry failed instances", permissions=["retry"])
     def retry(self, request: HttpRequest, queryset: QuerySet[WorkflowInstance]) -> None:
-        from ..operations import retry
-
-        outcome = apply(queryset, retry_refusal, lambda row: bool(retry(row.id)))
+        outcome = apply(queryset, retry_refusal, lambda row: bool(operations.retry(row.id)))
         report(self, request, "Retried", outcome)
 
     @admin.action(description="Delete finished instances", permissions=["workflow_delete"])
     def delete(self, request: HttpRequest, queryset: QuerySet[WorkflowInstance]) -> None:
-        from ..operations import delete
-
-        outcome = apply(queryset, delete_refusal, lambda row: delete(row.id))
+        outcome = apply(queryset, delete_refusal, lambda row: operations.delete(row.id))
         report(self, request, "Deleted", outcome)
 
     @admin.action(
@@ -396,8 +389,6 @@ class WorkflowInstanceAdmin(ReadOnlyAdmin):
     def force_delete(
         self, request: HttpRequest, queryset: QuerySet[WorkflowInstance]
     ) -> TemplateResponse | None:
-        from ..operations import delete
-
         if not confirmed(request):
             return confirmation(
                 self,
@@ -413,7 +404,7 @@ class WorkflowInstanceAdmin(ReadOnlyAdmin):
                 refusal=force_refusal,
                 back=self._back(request, queryset),
             )
-        outcome = apply(queryset, force_refusal, lambda row: delete(row.id, force=True))
+        outcome = apply(queryset, force_refusal, lambda row: operations.delete(row.id, force=True))
         report(self, request, "Deleted", outcome)
         return None
 

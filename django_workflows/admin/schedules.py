@@ -15,6 +15,7 @@ from django.http import HttpRequest
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
+from .. import schedules
 from ..conf import database_alias
 from ..errors import WorkflowError, WorkflowPayloadError
 from ..models import WorkflowInstance, WorkflowSchedule
@@ -70,12 +71,10 @@ class WorkflowScheduleAdmin(ReadOnlyAdmin):
 
     @admin.display(description="next occurrences")
     def next_occurrences(self, obj: WorkflowSchedule) -> SafeString:
-        from ..schedules import preview
-
         if obj.paused:
             return mark_safe('<span class="dw-none">paused</span>')  # noqa: S308 - a constant
         try:
-            upcoming = preview(obj.pk, count=NEXT_SHOWN)
+            upcoming = schedules.preview(obj.pk, count=NEXT_SHOWN)
         except (WorkflowError, ValueError) as error:
             return format_html('<span class="dw-none">{}</span>', error)
         if not upcoming:
@@ -140,23 +139,19 @@ class WorkflowScheduleAdmin(ReadOnlyAdmin):
 
     @admin.action(description="Pause", permissions=["pause"])
     def pause(self, request: HttpRequest, queryset: QuerySet[WorkflowSchedule]) -> None:
-        from ..schedules import pause
-
-        outcome = self._apply(queryset, lambda s: pause(s.pk), lambda id: self._paused(id) is True)
+        outcome = self._apply(
+            queryset, lambda s: schedules.pause(s.pk), lambda id: self._paused(id) is True
+        )
         report(self, request, "Paused", outcome, noun="schedule")
 
     @admin.action(description="Resume (from the next occurrence)", permissions=["pause"])
     def resume(self, request: HttpRequest, queryset: QuerySet[WorkflowSchedule]) -> None:
-        from ..schedules import resume
-
         outcome = self._apply(
-            queryset, lambda s: resume(s.pk), lambda id: self._paused(id) is False
+            queryset, lambda s: schedules.resume(s.pk), lambda id: self._paused(id) is False
         )
         report(self, request, "Resumed", outcome, noun="schedule")
 
     @admin.action(description="Trigger an occurrence now", permissions=["trigger"])
     def trigger(self, request: HttpRequest, queryset: QuerySet[WorkflowSchedule]) -> None:
-        from ..schedules import trigger
-
-        outcome = self._apply(queryset, lambda s: trigger(s.pk))
+        outcome = self._apply(queryset, lambda s: schedules.trigger(s.pk))
         report(self, request, "Triggered", outcome, noun="schedule")

@@ -21,6 +21,7 @@ from ..models import FINISHED, JournalEntry, Signal, Status, Wait, WorkflowInsta
 from . import limits, payloads
 from .backends import backend
 from .deadlocks import retries_deadlocks
+from .signals import record_signal
 
 
 @dataclass(frozen=True)
@@ -366,8 +367,6 @@ def write(using: str, id: str, token: str, write: InstanceWrite) -> LeaseFlags |
 
     Returns the cancel/terminate flags, or None (having written nothing) when the lease is gone.
     """
-    from .signals import record_signal
-
     write = payloads.encode_write(id, write)
     fast = backend(using).fast_write(id, token, write)
     if fast is not NotImplemented:
