@@ -37,6 +37,8 @@ EVENT_TYPES = (
     "custom-status",
     "child-started",
     "schedule-skipped",
+    "breakpoint-resumed",
+    "task-completed",
 )
 
 _WARNINGS = {"workflow-compensation-failed", "journal-large"}

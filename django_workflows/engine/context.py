@@ -11,7 +11,18 @@ from typing import TYPE_CHECKING, Any
 from ..definitions import ScheduleOccurrence, WorkflowSignal
 from ..durations import Duration
 from ..results import WaitOutcome
-from . import children, compensations, gather, journal, status, steps, values, waits
+from . import (
+    approvals,
+    children,
+    compensations,
+    gather,
+    journal,
+    status,
+    steps,
+    tasks,
+    values,
+    waits,
+)
 from .children import ChildHandle
 from .interrupts import Suspend
 from .stepcontext import StepContext
@@ -147,6 +158,24 @@ class WorkflowContext:
     def execute_child(self, workflow: Any, input: Any = None, **options: Any) -> Any:
         """start_child(), then wait for the child's end: its output, or ChildWorkflowFailedError."""
         return self.start_child(workflow, input, **options).result()
+
+    # -- people and other systems -------------------------------------------------------------
+
+    def breakpoint(self, name: str) -> None:
+        """Suspend until django_workflows.resume() (or the admin's Resume action) continues it."""
+        approvals.breakpoint(self._x, name)
+
+    def task(
+        self,
+        name: str,
+        dispatch: Callable[[StepContext], Any],
+        *,
+        timeout: Duration | None = None,
+        retry: Any = None,
+    ) -> Any:
+        """Run `dispatch(step)` once as a step, then wait for complete_task() (its result) or
+        fail_task() (StepFailedError, retried like a step, as is the timeout)."""
+        return tasks.task(self._x, name, dispatch, timeout=timeout, retry=retry)
 
     # -- structure -----------------------------------------------------------------------------
 

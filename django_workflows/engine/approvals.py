@@ -1,0 +1,62 @@
+"""Breakpoints (ctx.breakpoint()): a wait, journaled under its name, that only
+django_workflows.resume() (or the admin's Resume action) ends.
+
+The wait is for the engine-owned signal `$breakpoint` keyed by the instance's id. resume()
+records it only while the instance waits at that breakpoint, with the breakpoint's name and the
+time it was reached (`at`), so a resume meant for one arrival at a breakpoint never ends another.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..models import JOURNAL_NAME_LENGTH
+from ..store.addressed import BREAKPOINT_SIGNAL
+from . import journal
+from .waits import SignalCondition, wait
+
+if TYPE_CHECKING:
+    from .runtime import Runtime
+
+
+def addressed_to(x: Runtime, entry: str, **fields: Any) -> Any:
+    """A signal condition's match: the payload names this entry's arrival (`at`, the time the
+    entry was reached, as journaled) and carries `fields`."""
+
+    def match(payload: Any) -> bool:
+        if not isinstance(payload, dict):
+            return False
+        with x._lock:
+            reached = x.journal.get(entry, {}).get("started_at")
+        return payload.get("at") == reached and all(
+            payload.get(key) == value for key, value in fields.items()
+        )
+
+    return match
+
+
+def completed_before(x: Runtime, name: str) -> bool:
+    """Whether the journal this execution read has the entry `name` completed: then a wait
+    returns its journaled outcome and its event was sent by an earlier execution."""
+    with x._lock:
+        entry = x.journal.get(name)
+    return entry is not None and entry.get("status") == journal.COMPLETED
+
+
+def breakpoint(x: Runtime, name: str) -> None:
+    """Suspend at the breakpoint `name` until resume() continues it; at once on replay.
+
+    Raises WorkflowDefinitionError for a name that is not a non-empty string, ValueError for
+    one longer than a journal name may be.
+    """
+    name = journal.check_name(name, "breakpoint")
+    if len(name) > JOURNAL_NAME_LENGTH:
+        raise ValueError(
+            f'The breakpoint name "{name[:40]}..." is {len(name)} characters long; the most it '
+            f"can be is {JOURNAL_NAME_LENGTH}."
+        )
+    replayed = completed_before(x, name)
+    condition = SignalCondition(BREAKPOINT_SIGNAL, x.instance.id, addressed_to(x, name, name=name))
+    wait(x, name, {"resume": condition}, kind="breakpoint")
+    if not replayed:
+        x._emit("breakpoint-resumed", breakpoint=name)

@@ -1,0 +1,98 @@
+"""Signals addressed to one place in one instance (a breakpoint, an external task): the
+pending journal entries they may resume, read under the signal lock, and their record."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+
+from ..models import FINISHED, JournalEntry, WorkflowInstance
+from .backends import backend
+from .signals import record_signal
+
+BREAKPOINT_SIGNAL = "$breakpoint"  # keyed by the instance id; payload {"name", "at"}
+TASK_SIGNAL = "$task"  # keyed by the instance id; payload {"task", "attempt", "at", ...}
+TASK_PREFIX = "$task:"  # a task attempt's wait: "$task:<name>#<attempt>"
+
+
+@dataclass(frozen=True)
+class Pending:
+    """The pending entries of `kind` of an instance, by name, with their documents; `status`
+    is None for an unknown instance."""
+
+    status: str | None
+    entries: dict[str, dict[str, Any]]
+
+    @property
+    def finished(self) -> bool:
+        return self.status in FINISHED
+
+
+def lock_and_read(using: str, id: str, kind: str) -> Pending:
+    """Take the signal lock (exclusive, until the caller's transaction ends) and read the
+    instance's status and its pending entries of `kind`.
+
+    The caller must be inside a transaction on `using`. The lock orders this read with every
+    signal and with the writes that register or clear waits; the locking reads see what
+    committed last, also on MySQL's REPEATABLE READ.
+    """
+    backend(using).lock_signals(shared=False)
+    status = (
+        WorkflowInstance.objects.using(using)
+        .filter(pk=id)
+        .select_for_update()
+        .values_list("status", flat=True)
+        .first()
+    )
+    if status is None:
+        return Pending(None, {})
+    rows = (
+        JournalEntry.objects.using(using)
+        .filter(instance_id=id)
+        .order_by("id")
+        .values_list("name", "document")
+    )
+    # Kind and status are stored plainly (a codec encodes only the payload fields).
+    entries = {
+        name: doc
+        for name, doc in rows
+        if isinstance(doc, dict) and doc.get("kind") == kind and doc.get("status") == "pending"
+    }
+    return Pending(status, entries)
+
+
+def delivery_id(id: str, entry: str, started_at: str | None) -> str:
+    """The dedupe id of the one signal that may resume the entry `entry` reached at
+    `started_at`: a second one before the instance moves on is stored once."""
+    text = json.dumps([id, entry, started_at])
+    return "$at:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def record(
+    using: str,
+    *,
+    signal: str,
+    id: str,
+    entry: str,
+    doc: dict[str, Any],
+    payload: Any,
+    now: datetime,
+) -> bool:
+    """Record the signal that resumes `entry` of instance `id` (the lock held by
+    lock_and_read()); False when one was recorded for it before."""
+    with transaction.atomic(using=using, savepoint=False):
+        recorded = record_signal(
+            using,
+            name=signal,
+            key=id,
+            dedupe_id=delivery_id(id, entry, doc.get("started_at")),
+            payload=payload,
+            now=now,
+            locked=True,
+        )
+    return recorded.created

@@ -1,0 +1,200 @@
+"""External tasks: ctx.task() dispatches once as a step, then waits for complete_task() or
+fail_task(); a late or repeated report raises and stores nothing; the timeout retries."""
+
+from __future__ import annotations
+
+import pytest
+
+import django_workflows as wf
+from django_workflows.models import Signal
+from tests.core.helpers import journal
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def sent(define):
+    """The idempotency keys handed to the other system, in order; and workflow "scan"."""
+    keys: list[str] = []
+
+    def dispatch(step):
+        keys.append(step.idempotency_key)
+
+    @define("scan")
+    def scan(ctx, input):
+        options = input or {}
+        verdict = ctx.task(
+            "virus-scan", dispatch, timeout=options.get("timeout"), retry=options.get("retry")
+        )
+        return {"verdict": verdict}
+
+    return keys
+
+
+def test_a_task_dispatches_once_and_returns_the_completed_result(workflow_clock, sent, events):
+    wf.start("scan", id="t1")
+    wf.drain()
+    assert len(sent) == 1 and sent[0]
+    assert wf.get_status("t1").status == "suspended"
+    assert ("$task:virus-scan#1", "task", "pending") in journal("t1")
+    assert wf.drain() == 0
+    assert wf.complete_task("t1", "virus-scan", {"clean": True}) is None
+    wf.drain()
+    status = wf.get_status("t1")
+    assert status.status == "completed", status.error
+    assert status.output == {"verdict": {"clean": True}}
+    assert len(sent) == 1  # the replay did not dispatch again
+    done = [e.data for e in events if e.type == "task-completed"]
+    assert done == [{"task": "virus-scan", "attempt": 1}]
+
+
+def test_a_repeated_completion_is_refused(workflow_clock, sent):
+    wf.start("scan", id="t2")
+    wf.drain()
+    wf.complete_task("t2", "virus-scan", "first")
+    with pytest.raises(wf.WorkflowStateError, match="reported already"):
+        wf.complete_task("t2", "virus-scan", "second")
+    assert Signal.objects.count() == 1
+    wf.drain()
+    assert wf.get_status("t2").output == {"verdict": "first"}
+    with pytest.raises(wf.WorkflowStateError, match="is completed"):
+        wf.complete_task("t2", "virus-scan", "late")
+    assert Signal.objects.count() == 1
+
+
+def test_a_completion_before_the_dispatch_is_refused(workflow_clock, sent):
+    wf.start("scan", id="t3")
+    with pytest.raises(wf.WorkflowStateError, match="not waiting"):
+        wf.complete_task("t3", "virus-scan", "early")
+    with pytest.raises(wf.WorkflowStateError, match="not waiting"):
+        wf.fail_task("t3", "virus-scan", "early")
+    assert not Signal.objects.exists()
+
+
+def test_a_completion_of_another_task_is_refused(workflow_clock, sent):
+    wf.start("scan", id="t4")
+    wf.drain()
+    with pytest.raises(wf.WorkflowStateError, match="not waiting for task 'virus'"):
+        wf.complete_task("t4", "virus", "clean")
+    assert not Signal.objects.exists()
+
+
+def test_fail_task_retries_with_a_new_dispatch_then_fails_like_a_step(workflow_clock, sent):
+    wf.start("scan", {"retry": 2}, id="t5")
+    wf.drain()
+    wf.fail_task("t5", "virus-scan", "scanner crashed")
+    wf.drain()
+    assert wf.get_status("t5").status == "suspended"  # the retry's backoff
+    workflow_clock.advance("10s")
+    wf.drain()
+    assert len(sent) == 2 and sent[0] != sent[1]  # dispatched again, with a new key
+    with pytest.raises(wf.WorkflowStateError, match="not waiting"):
+        wf.fail_task("t5", "other", "x")
+    wf.fail_task("t5", "virus-scan", "scanner crashed again")
+    wf.drain()
+    status = wf.get_status("t5")
+    assert status.status == "failed"
+    assert status.error["name"] == "StepFailedError"
+    assert status.error["step"] == "virus-scan" and status.error["attempts"] == 2
+    assert status.error["cause"] == {"name": "TaskFailedError", "message": "scanner crashed again"}
+
+
+def test_the_workflow_can_catch_a_failed_task(workflow_clock, define):
+    @define("catching")
+    def catching(ctx, input):
+        try:
+            return ctx.task("ask", lambda step: None, retry=False)
+        except wf.StepFailedError as error:
+            return {"failed": error.cause["message"]}
+
+    wf.start("catching", id="catch")
+    wf.drain()
+    wf.fail_task("catch", "ask", "refused")
+    wf.drain()
+    assert wf.get_status("catch").output == {"failed": "refused"}
+
+
+def test_the_timeout_fails_the_attempt_with_step_timeout_and_retries(workflow_clock, sent):
+    wf.start("scan", {"timeout": "1m", "retry": 2}, id="t6")
+    wf.drain()
+    workflow_clock.advance("1m")
+    with pytest.raises(wf.WorkflowStateError, match="timed out"):
+        wf.complete_task("t6", "virus-scan", "too late")
+    assert not Signal.objects.exists()
+    wf.drain()  # the timer fires: attempt 1 failed, the backoff starts
+    workflow_clock.advance("10s")
+    wf.drain()
+    assert len(sent) == 2
+    workflow_clock.advance("1m")
+    wf.drain()
+    status = wf.get_status("t6")
+    assert status.status == "failed"
+    assert status.error["cause"]["name"] == "StepTimeoutError"
+    assert status.error["attempts"] == 2
+
+
+def test_a_completion_in_time_wins_over_the_timeout(workflow_clock, sent):
+    wf.start("scan", {"timeout": "1m"}, id="t7")
+    wf.drain()
+    workflow_clock.advance("59s")
+    wf.complete_task("t7", "virus-scan", "clean")
+    workflow_clock.advance("5m")
+    wf.drain()
+    assert wf.get_status("t7").output == {"verdict": "clean"}
+
+
+def test_a_dispatch_that_raises_is_retried_as_a_step(workflow_clock, define):
+    calls = []
+
+    def flaky(step):
+        calls.append(step.attempt)
+        if len(calls) == 1:
+            raise ConnectionError("queue down")
+
+    @define("flaky-dispatch")
+    def flaky_dispatch(ctx, input):
+        return ctx.task("job", flaky)
+
+    wf.start("flaky-dispatch", id="t8")
+    wf.drain()
+    workflow_clock.advance("10s")
+    wf.drain()
+    assert calls == [1, 2]
+    wf.complete_task("t8", "job", 5)
+    wf.drain()
+    assert wf.get_status("t8").output == 5
+
+
+def test_bad_input_is_refused_before_anything_is_stored(workflow_clock, sent):
+    wf.start("scan", id="bad")
+    wf.drain()
+    with pytest.raises(TypeError, match="JSON"):
+        wf.complete_task("bad", "virus-scan", object())
+    with pytest.raises(TypeError, match="message"):
+        wf.fail_task("bad", "virus-scan", 42)
+    with pytest.raises(ValueError, match="message"):
+        wf.fail_task("bad", "virus-scan", "x" * 100_000)
+    with pytest.raises(TypeError, match="name"):
+        wf.complete_task("bad", None, 1)
+    with pytest.raises(TypeError, match="id"):
+        wf.complete_task(None, "virus-scan", 1)
+    with pytest.raises(wf.WorkflowNotFoundError):
+        wf.complete_task("nobody", "virus-scan", 1)
+    assert not Signal.objects.exists()
+    assert wf.get_status("bad").status == "suspended"
+
+
+def test_a_bad_dispatch_or_option_fails_the_definition(workflow_clock, define):
+    @define("no-dispatch")
+    def no_dispatch(ctx, input):
+        ctx.task("job", lambda: None)
+
+    @define("bad-timeout")
+    def bad_timeout(ctx, input):
+        ctx.task("job", lambda step: None, timeout="soon")
+
+    wf.start("no-dispatch", id="nd")
+    wf.start("bad-timeout", id="bt")
+    wf.drain()
+    assert "must take 1 argument" in wf.get_status("nd").error["message"]
+    assert wf.get_status("bt").status == "failed"
