@@ -114,6 +114,7 @@ class WorkflowInstance(models.Model):
             ("cancel_workflowinstance", "Can cancel workflow instances"),
             ("terminate_workflowinstance", "Can terminate workflow instances"),
             ("retry_workflowinstance", "Can retry workflow instances"),
+            ("resume_workflowinstance", "Can resume workflow instances at a breakpoint"),
         ]
 
     def __str__(self) -> str:

@@ -10,7 +10,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from ..errors import WorkflowNotFoundError, WorkflowPayloadError, WorkflowStateError
-from ..models import FINISHED, UNFINISHED, Status, WorkflowInstance
+from ..models import FINISHED, UNFINISHED, JournalEntry, Status, WorkflowInstance
 
 REFUSALS_SHOWN = 10
 
@@ -48,6 +48,32 @@ def retry_refusal(row: WorkflowInstance) -> str | None:
             f"{row.id} is {row.status}: only failed and compensation_failed instances can be "
             f"retried."
         )
+    return None
+
+
+def breakpoints(row: WorkflowInstance) -> list[str]:
+    """The breakpoints the instance waits at (pending "breakpoint" entries), by first write."""
+    documents = (
+        JournalEntry.objects.using(row._state.db)
+        .filter(instance_id=row.id)
+        .order_by("id")
+        .values_list("name", "document")
+    )
+    return [
+        name
+        for name, doc in documents
+        if isinstance(doc, dict)
+        and doc.get("kind") == "breakpoint"
+        and doc.get("status") == "pending"
+    ]
+
+
+def resume_refusal(row: WorkflowInstance) -> str | None:
+    """Why Resume skips this row: it is finished, or waits at no breakpoint."""
+    if row.status in FINISHED:
+        return f"{row.id} is {row.status}: it waits at no breakpoint."
+    if not breakpoints(row):
+        return f"{row.id} is not waiting at a breakpoint."
     return None
 
 

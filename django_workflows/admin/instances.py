@@ -20,16 +20,18 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 from django.utils.text import Truncator
 
-from .. import client, operations
+from .. import approvals, client, operations
 from ..conf import database_alias
 from ..models import Signal, WorkflowInstance, WorkflowSchedule
 from .actions import (
     admin_reason,
     apply,
+    breakpoints,
     cancel_refusal,
     delete_refusal,
     force_refusal,
     report,
+    resume_refusal,
     retry_refusal,
 )
 from .browse import ReadOnlyAdmin
@@ -47,7 +49,7 @@ from .timeline import build_timeline, journal_row
 CHILDREN_SHOWN = 100
 
 # The actions, offered on the changelist and as buttons on the change page.
-ACTIONS = ("cancel", "terminate", "retry", "delete", "force_delete")
+ACTIONS = ("cancel", "terminate", "retry", "resume", "delete", "force_delete")
 
 
 class WorkflowInstanceAdmin(ReadOnlyAdmin):
@@ -149,6 +151,9 @@ class WorkflowInstanceAdmin(ReadOnlyAdmin):
 
     def has_retry_permission(self, request: HttpRequest) -> bool:
         return request.user.has_perm("django_workflows.retry_workflowinstance")
+
+    def has_resume_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("django_workflows.resume_workflowinstance")
 
     def has_workflow_delete_permission(self, request: HttpRequest) -> bool:
         return request.user.has_perm("django_workflows.delete_workflowinstance")
@@ -293,6 +298,7 @@ class WorkflowInstanceAdmin(ReadOnlyAdmin):
                 lambda o: cancel_refusal(o, True),
             ),
             "retry": ("Retry", self.has_retry_permission, retry_refusal),
+            "resume": ("Resume", self.has_resume_permission, resume_refusal),
             "delete": ("Delete", self.has_workflow_delete_permission, delete_refusal),
             "force_delete": ("Force delete", self.has_workflow_delete_permission, force_refusal),
         }
@@ -376,6 +382,16 @@ class WorkflowInstanceAdmin(ReadOnlyAdmin):
     def retry(self, request: HttpRequest, queryset: QuerySet[WorkflowInstance]) -> None:
         outcome = apply(queryset, retry_refusal, lambda row: bool(operations.retry(row.id)))
         report(self, request, "Retried", outcome)
+
+    @admin.action(description="Resume at the breakpoint", permissions=["resume"])
+    def resume(self, request: HttpRequest, queryset: QuerySet[WorkflowInstance]) -> None:
+        # Each waits at one breakpoint in the common case; several (from gather()) all resume.
+        outcome = apply(
+            queryset,
+            resume_refusal,
+            lambda row: all(approvals.resume(row.id, name) for name in breakpoints(row)),
+        )
+        report(self, request, "Resumed", outcome)
 
     @admin.action(description="Delete finished instances", permissions=["workflow_delete"])
     def delete(self, request: HttpRequest, queryset: QuerySet[WorkflowInstance]) -> None:
