@@ -8,8 +8,14 @@ from django.db import transaction
 
 import django_workflows
 
-from .models import Order
-from .workflows import fulfil_order, fulfilment_id, shipment_delivered, shipment_returned
+from .models import Charge, Order
+from .workflows import (
+    fulfil_order,
+    fulfilment_id,
+    refund_id,
+    shipment_delivered,
+    shipment_returned,
+)
 
 
 class OrderNotFound(Exception):
@@ -82,3 +88,13 @@ def cancel_order(order_id: str, reason: str | None) -> django_workflows.CancelRe
         if result.accepted:
             Order.objects.filter(pk=order_id).update(status=Order.Status.CANCELLED)
     return result
+
+
+def request_refund(charge_id: str, reason: str) -> django_workflows.StartResult:
+    """Ask for a charge's refund: it starts at once, or, above 100 €, waits for a manager."""
+    charge = Charge.objects.get(pk=charge_id)
+    return django_workflows.start(
+        "refund-charge",
+        {"charge_id": charge.id, "amount": charge.amount, "reason": reason},
+        id=refund_id(charge.id),
+    )

@@ -71,3 +71,25 @@ def fulfil_order(ctx: Any, order: dict[str, Any]) -> dict[str, Any]:
     )
 
     return {"charge_id": charge["charge_id"], "tracking_number": delivery["trackingNumber"]}
+
+
+REFUND_APPROVAL_ABOVE = 10_000
+"""In cents: a refund above 100 € waits for a manager's approval in the admin."""
+
+
+def refund_id(charge_id: str) -> str:
+    """One refund request per charge: the charge id makes the workflow instance id."""
+    return f"refund-{charge_id}"
+
+
+@workflow("refund-charge")
+def refund_charge(ctx: Any, request: dict[str, Any]) -> dict[str, Any]:
+    """Refund a charge in full; above 100 €, only once a manager resumes it in the admin."""
+    if request["amount"] > REFUND_APPROVAL_ABOVE:
+        ctx.set_status("awaiting-approval")
+        ctx.breakpoint("manager-approval")
+    refund = ctx.step(
+        "refund", lambda step: payments.refund(request["charge_id"], step.idempotency_key)
+    )
+    ctx.set_status("refunded")
+    return refund
