@@ -198,3 +198,40 @@ def test_a_bad_dispatch_or_option_fails_the_definition(workflow_clock, define):
     wf.drain()
     assert "must take 1 argument" in wf.get_status("nd").error["message"]
     assert wf.get_status("bt").status == "failed"
+
+
+def test_names_too_long_for_the_journal_fail_the_definition(workflow_clock, define):
+    @define("long-task")
+    def long_task(ctx, input):
+        ctx.task("t" * 500, lambda step: None)
+
+    @define("long-breakpoint")
+    def long_breakpoint(ctx, input):
+        ctx.breakpoint("b" * 513)
+
+    wf.start("long-task", id="lt")
+    wf.start("long-breakpoint", id="lb")
+    wf.drain()
+    for id in ("lt", "lb"):
+        status = wf.get_status(id)
+        assert status.status == "failed"
+        assert "characters long" in status.error["message"]
+
+
+def test_a_message_with_a_nul_is_refused(workflow_clock, sent):
+    wf.start("scan", id="nul")
+    wf.drain()
+    with pytest.raises(ValueError, match="message"):
+        wf.fail_task("nul", "virus-scan", "bad\x00byte")
+    assert not Signal.objects.exists()
+
+
+def test_a_refused_report_stores_nothing_inside_the_callers_transaction(workflow_clock, sent):
+    from django.db import transaction
+
+    wf.start("scan", id="tx")
+    with transaction.atomic():
+        with pytest.raises(wf.WorkflowStateError):
+            wf.complete_task("tx", "virus-scan", 1)
+        wf.signal("unrelated")
+    assert list(Signal.objects.values_list("name", flat=True)) == ["unrelated"]
