@@ -44,6 +44,7 @@ __all__ = [
     "Status",
     "StepFailedError",
     "StepTimeoutError",
+    "UpdateResult",
     "Wait",
     "WaitOutcome",
     "WorkflowCancelledError",
@@ -75,6 +76,7 @@ __all__ = [
     "start",
     "start_and_wait",
     "terminate",
+    "update",
     "workflow",
 ]
 
@@ -93,6 +95,7 @@ _LAZY = {
     "retry": "operations",
     "delete": "operations",
     "purge": "operations",
+    "update": "updates",
     "Status": "models",
     "StartResult": "results",
     "SignalResult": "results",
@@ -102,6 +105,7 @@ _LAZY = {
     "Wait": "results",
     "JournalEntry": "results",
     "WaitOutcome": "results",
+    "UpdateResult": "results",
 }
 
 

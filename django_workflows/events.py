@@ -37,6 +37,8 @@ EVENT_TYPES = (
     "custom-status",
     "child-started",
     "schedule-skipped",
+    "update-accepted",
+    "update-rejected",
 )
 
 _WARNINGS = {"workflow-compensation-failed", "journal-large"}
