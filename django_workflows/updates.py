@@ -51,6 +51,8 @@ def update(id: str, name: str, arg: Any = None, *, using: str | None = None) -> 
     inside a transaction stricter than READ COMMITTED; all before anything is written.
     """
     using = database_alias(using)
+    if not isinstance(id, str):
+        raise TypeError(f"The instance id must be a string, not {type(id).__name__}.")
     check_key("The instance id", id, using)
     check_update_name(name)
     signal = UPDATE_PREFIX + name
