@@ -240,7 +240,9 @@ class Workflow:
     # Update name -> validator `(status, arg)`, filled by @<workflow>.validator(name).
     validators: dict[str, Callable[[Any, Any], Any]] = field(default_factory=dict, repr=False)
 
-    def validator(self, name: str) -> Callable[[Callable[[Any, Any], Any]], Callable[[Any, Any], Any]]:
+    def validator(
+        self, name: str
+    ) -> Callable[[Callable[[Any, Any], Any]], Callable[[Any, Any], Any]]:
         """Register the decorated `fn(status, arg)` as this version's validator of update
         `name`: update() calls it before storing anything; it accepts by returning None and
         refuses by raising ValidationError or returning a reason. Returns `fn` unchanged.

@@ -64,8 +64,8 @@ def update(id: str, name: str, arg: Any = None, *, using: str | None = None) -> 
     if row is None:
         raise WorkflowNotFoundError(f"No workflow instance has the id {id!r}.")
     if row.status in FINISHED:
-        reason = f"Instance {id!r} has ended ({row.status}): it takes no more updates."
-        return _refuse(row, name, reason, instance_status(row, [], strict=False))
+        ended = f"Instance {id!r} has ended ({row.status}): it takes no more updates."
+        return _refuse(row, name, ended, instance_status(row, [], strict=False))
     definition = registry.resolve(row.workflow, row.version)
     status = instance_status(row, store.load_waits(using, [id]).get(id, []))
     validator = definition.validators.get(name)

@@ -35,7 +35,9 @@ def test_a_validator_that_is_not_callable_is_refused(define):
     def declares(ctx, input):
         return None
 
-    with pytest.raises(TypeError, match="'go' of workflow 'not-callable-validator' must be a function"):
+    with pytest.raises(
+        TypeError, match="'go' of workflow 'not-callable-validator' must be a function"
+    ):
         declares.validator("go")("not a function")
 
 

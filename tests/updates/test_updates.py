@@ -189,9 +189,7 @@ def test_updates_are_addressed_by_instance_id(fulfil_order, workflow_clock):
     assert wf.get_status("b").status == "suspended"
 
 
-def test_updates_are_taken_one_per_wait_in_the_order_they_were_stored(
-    fulfil_order, workflow_clock
-):
+def test_updates_are_taken_one_per_wait_in_the_order_they_were_stored(fulfil_order, workflow_clock):
     wf.start(fulfil_order, {"notes": 3}, id="notes")
     for note in ("one", "two"):  # before the waits
         assert wf.update("notes", "add-note", note).accepted
@@ -228,9 +226,7 @@ def test_inside_atomic_an_update_commits_or_rolls_back_with_the_caller(
     assert wf.get_status("atomic").output["address"] == ADDRESS
 
 
-def test_past_its_timeout_the_wait_returns_none_and_a_late_update_is_kept(
-    define, workflow_clock
-):
+def test_past_its_timeout_the_wait_returns_none_and_a_late_update_is_kept(define, workflow_clock):
     @define("timed-update")
     def timed(ctx, input):
         first = ctx.wait_for_update("go", timeout="1h")
