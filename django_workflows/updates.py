@@ -21,7 +21,7 @@ from .definitions import UPDATE_PREFIX, check_update_name
 from .errors import WorkflowNotFoundError
 from .events import emit
 from .instances import check_key, instance_status, wake_on_commit
-from .models import FINISHED, WorkflowInstance
+from .models import FINISHED, Status, WorkflowInstance
 from .registry import registry
 from .results import InstanceStatus, UpdateResult
 from .scope import running_step
@@ -63,8 +63,8 @@ def update(id: str, name: str, arg: Any = None, *, using: str | None = None) -> 
     row = store.get_instance(using, id)
     if row is None:
         raise WorkflowNotFoundError(f"No workflow instance has the id {id!r}.")
-    if row.status in FINISHED:
-        ended = f"Instance {id!r} has ended ({row.status}): it takes no more updates."
+    ended = _ended(row)
+    if ended is not None:
         return _refuse(row, name, ended, instance_status(row, [], strict=False))
     definition = registry.resolve(row.workflow, row.version)
     status = instance_status(row, store.load_waits(using, [id]).get(id, []))
@@ -91,6 +91,19 @@ def update(id: str, name: str, arg: Any = None, *, using: str | None = None) -> 
     after = store.get_instance(using, id) or row  # as it is now: made due by the update
     waits = store.load_waits(using, [id]).get(id, [])
     return UpdateResult(True, None, instance_status(after, waits, strict=False))
+
+
+def _ended(row: WorkflowInstance) -> str | None:
+    """Why the instance will take no more updates, or None: it has ended, is undoing, or was
+    asked to cancel or terminate (its workflow code runs no further wait)."""
+    if row.status in FINISHED:
+        return f"Instance {row.id!r} has ended ({row.status}): it takes no more updates."
+    if row.status == Status.COMPENSATING:
+        return f"Instance {row.id!r} is compensating: it takes no more updates."
+    if row.cancel_requested or row.terminate_requested:
+        which = "terminate" if row.terminate_requested else "cancel"
+        return f"Instance {row.id!r} was asked to {which}: it takes no more updates."
+    return None
 
 
 def _validate(

@@ -173,6 +173,33 @@ def test_an_update_to_a_cancelled_instance_is_refused(fulfil_order, workflow_clo
     assert not Signal.objects.exists()
 
 
+def test_an_update_to_an_instance_asked_to_cancel_is_refused(fulfil_order, workflow_clock):
+    wf.start(fulfil_order, {}, id="stopping")
+    wf.drain()
+    wf.cancel("stopping")  # it stops at its next ctx call: no wait would take the update
+    refused = wf.update("stopping", "change-address", ADDRESS)
+    assert refused.accepted is False and "asked to cancel" in refused.reason
+    assert not Signal.objects.exists()
+
+
+def test_an_update_to_a_compensating_instance_is_refused(define, workflow_clock):
+    @define("undoes-slowly")
+    def undoes(ctx, input):
+        ctx.step("book", lambda step: 1, compensate=lambda result, step: undo(step))
+        ctx.fail("Give up.")
+
+    def undo(step):
+        if step.attempt == 1:
+            raise RuntimeError("the undo fails once")
+
+    wf.start(undoes, None, id="undoing")
+    wf.drain()
+    assert wf.get_status("undoing").status == "compensating"
+    refused = wf.update("undoing", "anything", 1)
+    assert refused.accepted is False and "is compensating" in refused.reason
+    assert not Signal.objects.exists()
+
+
 def test_an_update_to_an_unknown_instance_raises_not_found(fulfil_order, workflow_clock):
     with pytest.raises(wf.WorkflowNotFoundError, match="nobody"):
         wf.update("nobody", "change-address", ADDRESS)
