@@ -40,13 +40,15 @@ def update(id: str, name: str, arg: Any = None, *, using: str | None = None) -> 
     The validator its workflow version registered for `name` (`@<workflow>.validator(name)`)
     runs first with the instance's status and `arg`: a ValidationError, a reason it returns or
     any other error it raises refuses the update (`accepted=False` with the reason), and
-    nothing is stored. So is an update to an instance that has ended. An accepted update is
+    nothing is stored. So is an update to an instance that will run no further wait: one that
+    has ended, is compensating, or was asked to cancel or terminate. An accepted update is
     stored for the instance, which takes it with its next wait for `name` (one stored before
     the wait is kept for it), in the order updates were stored. Inside a step, an update is
     stored once however often the step is retried.
 
     Raises WorkflowNotFoundError for an unknown instance (or one whose workflow version this
-    application does not register), TypeError for a name or id that is not a string or an
+    application does not register), WorkflowPayloadError when the codec cannot read the
+    instance's payloads (the validator gets them), TypeError for a name or id that is not a string or an
     argument that is not JSON, ValueError for a bad name or id, and on PostgreSQL TypeError
     inside a transaction stricter than READ COMMITTED; all before anything is written.
     """

@@ -357,3 +357,24 @@ def test_accepted_and_rejected_updates_send_events(
     assert updates[0].data == {"update": "change-address", "reason": "An address needs a postcode."}
     signal_id = Signal.objects.get().id
     assert updates[1].data == {"update": "change-address", "signal_id": signal_id}
+
+
+def test_gather_branches_waiting_for_one_update_name_each_take_their_own(define, workflow_clock):
+    @define("branches-take-updates")
+    def branches(ctx, input):
+        return ctx.gather(
+            lambda: ctx.wait_for_update("seat"),
+            lambda: ctx.wait_for_update("seat"),
+        )
+
+    wf.start(branches, None, id="branches")
+    wf.drain()
+    wf.update("branches", "seat", "12A")
+    wf.update("branches", "seat", "12B")
+    for _ in range(3):
+        wf.drain()
+    status = wf.get_status("branches", journal=True)
+    assert status.status == "completed", status.error
+    assert sorted(status.output) == ["12A", "12B"]
+    names = sorted(e.name for e in status.journal if e.name.startswith("$update:"))
+    assert names == ["$update:seat#0.0.1", "$update:seat#0.1.1"]
