@@ -44,6 +44,7 @@ __all__ = [
     "Status",
     "StepFailedError",
     "StepTimeoutError",
+    "UpdateResult",
     "Wait",
     "WaitOutcome",
     "WorkflowCancelledError",
@@ -78,6 +79,7 @@ __all__ = [
     "start",
     "start_and_wait",
     "terminate",
+    "update",
     "workflow",
 ]
 
@@ -99,6 +101,7 @@ _LAZY = {
     "retry": "operations",
     "delete": "operations",
     "purge": "operations",
+    "update": "updates",
     "Status": "models",
     "StartResult": "results",
     "SignalResult": "results",
@@ -108,6 +111,7 @@ _LAZY = {
     "Wait": "results",
     "JournalEntry": "results",
     "WaitOutcome": "results",
+    "UpdateResult": "results",
 }
 
 

@@ -1,5 +1,6 @@
-"""What workflow code declares: the Workflow definition, Retry, Concurrency, RateLimit, Schedule,
-WorkflowSignal (the @workflow decorator that registers a definition lives in registry.py)."""
+"""What workflow code declares: the Workflow definition (with its update validators), Retry,
+Concurrency, RateLimit, Schedule, WorkflowSignal (the @workflow decorator that registers a
+definition lives in registry.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from .durations import Duration, parse_duration
-from .jsonvalues import to_json
+from .errors import WorkflowDefinitionError
+from .jsonvalues import check_text, to_json
 from .schedules.timing import timing
 
 _UNSET: Any = object()
@@ -191,6 +193,27 @@ class ScheduleOccurrence:
     at: datetime
 
 
+UPDATE_PREFIX = "$update:"
+"""An update is an engine-owned signal, "$update:<name>", keyed by its instance's id."""
+UPDATE_NAME_LENGTH = 247  # with UPDATE_PREFIX, the 255 characters of the signal name's column
+
+
+def check_update_name(name: Any) -> str:
+    """`name`, an update's name; TypeError when it is not a string, ValueError when it is empty,
+    longer than UPDATE_NAME_LENGTH, or has a NUL or a lone surrogate in it."""
+    if not isinstance(name, str):
+        raise TypeError(f"An update name must be a string, not {type(name).__name__}.")
+    if not name:
+        raise ValueError("An update name must not be empty.")
+    if len(name) > UPDATE_NAME_LENGTH:
+        raise ValueError(
+            f"The update name {name[:40]!r}... is {len(name)} characters long; the most it can "
+            f"be is {UPDATE_NAME_LENGTH}."
+        )
+    check_text("The update name", name)
+    return name
+
+
 @dataclass(frozen=True)
 class WorkflowSignal:
     """A signal's name, shared by the sender (`signal()`) and the workflow that waits for it."""
@@ -214,6 +237,36 @@ class Workflow:
     rate_limit: tuple[RateLimit, ...] = ()
     schedules: tuple[Schedule, ...] = ()
     target: Any = field(default=None, repr=False)
+    # Update name -> validator `(status, arg)`, filled by @<workflow>.validator(name).
+    validators: dict[str, Callable[[Any, Any], Any]] = field(default_factory=dict, repr=False)
+
+    def validator(
+        self, name: str
+    ) -> Callable[[Callable[[Any, Any], Any]], Callable[[Any, Any], Any]]:
+        """Register the decorated `fn(status, arg)` as this version's validator of update
+        `name`: update() calls it before storing anything; it accepts by returning None and
+        refuses by raising ValidationError or returning a reason. Returns `fn` unchanged.
+
+        Raises TypeError for a name that is not a string or a validator that is not callable,
+        ValueError for a bad name, WorkflowDefinitionError for a second validator of `name`.
+        """
+        check_update_name(name)
+
+        def register(fn: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+            if not callable(fn):
+                raise TypeError(
+                    f"The validator of update {name!r} of workflow {self.name!r} must be a "
+                    f"function (status, arg), not {fn!r}."
+                )
+            if name in self.validators:
+                raise WorkflowDefinitionError(
+                    f"Workflow {self.name!r} version {self.version} has a validator of update "
+                    f"{name!r} already: give each update name one validator."
+                )
+            self.validators[name] = fn
+            return fn
+
+        return register
 
     def __call__(self, ctx: Any, input: Any) -> Any:
         return self.run(ctx, input)

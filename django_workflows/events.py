@@ -39,6 +39,8 @@ EVENT_TYPES = (
     "schedule-skipped",
     "breakpoint-resumed",
     "task-completed",
+    "update-accepted",
+    "update-rejected",
 )
 
 _WARNINGS = {"workflow-compensation-failed", "journal-large"}

@@ -16,6 +16,7 @@ __all__ = [
     "SignalResult",
     "StartResult",
     "Status",
+    "UpdateResult",
     "Wait",
     "WaitOutcome",
 ]
@@ -86,6 +87,16 @@ class InstanceStatus:
 @dataclass(frozen=True)
 class CancelResult:
     accepted: bool
+    instance: InstanceStatus | None
+
+
+@dataclass(frozen=True)
+class UpdateResult:
+    """What update() returns: whether the update was stored for the instance's
+    wait_for_update(), the validator's reason when it was refused, and the instance."""
+
+    accepted: bool
+    reason: str | None
     instance: InstanceStatus | None
 
 

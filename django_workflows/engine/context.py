@@ -1,6 +1,6 @@
 """The workflow context (`ctx`): the API workflow code calls, a thin facade over the engine's
 rooms, one concern each: steps.py, waits.py, children.py, gather.py, compensations.py (commit
-points), values.py (journaled values), status.py (the custom status)."""
+points), values.py (journaled values), status.py (the custom status), updates.py (updates)."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from . import (
     status,
     steps,
     tasks,
+    updates,
     values,
     waits,
 )
@@ -119,6 +120,17 @@ class WorkflowContext:
         """Wait for whichever condition happens first; WaitOutcome(key, value)."""
         name = journal.check_name(name, "wait")
         return waits.wait_for_any(self._x, name, {**(conditions or {}), **more})
+
+    # -- updates -------------------------------------------------------------------------------
+
+    def wait_for_update(self, name: str, *, timeout: Duration | None = None) -> Any:
+        """Wait for update `name` to this instance (update()): its argument, or None once
+        `timeout` passes. An update sent before the wait is kept for it."""
+        return updates.wait_for_update(self._x, name, timeout=timeout)
+
+    def update_wait(self, name: str) -> SignalCondition:
+        """A condition for wait_for_any(): update `name` to this instance; its value is the argument."""
+        return updates.update_condition(self._x, name)
 
     # -- children ------------------------------------------------------------------------------
 

@@ -1,0 +1,60 @@
+"""Races with real threads, each on its own connection: many concurrent update() calls to one
+waiting instance, while workers run it, deliver one per wait and keep the rest in order."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+import django_workflows as wf
+from django_workflows.models import Signal
+from django_workflows.store import payloads
+from tests.races.conftest import race, threads_for
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_concurrent_updates_are_delivered_one_per_wait_and_the_rest_kept_in_order(define):
+    count = threads_for(server=50, sqlite=8)
+    waits = count - 3  # three stay stored for waits that never come
+
+    @define("takes-updates")
+    def takes(ctx, input):
+        return [ctx.wait_for_update("add") for _ in range(input)]
+
+    wf.start(takes, waits, id="busy")
+    wf.drain()
+    assert wf.get_status("busy").status == "suspended"
+    sent = threading.Event()
+
+    def drain_loop() -> int:
+        executed = 0
+        while True:
+            done = sent.is_set()  # read before the drain: one more round after the last update
+            executed += wf.drain()
+            if done:
+                return executed
+
+    drainer = threading.Thread(target=lambda: race([drain_loop]), daemon=True)
+    drainer.start()
+    try:
+        results = race([lambda n=n: wf.update("busy", "add", n) for n in range(count)])
+    finally:
+        sent.set()
+        drainer.join(120)
+    assert not drainer.is_alive()
+    assert all(result.accepted for result in results)
+    for _ in range(10):  # the last update may have woken it after the drainer's last round
+        if not wf.drain():
+            break
+    status = wf.get_status("busy")
+    assert status.status == "completed", status.error
+    stored = {
+        payloads.decode_signal(signal).payload: signal.id
+        for signal in Signal.objects.filter(name="$update:add")
+    }
+    assert sorted(stored) == list(range(count))  # every update stored once
+    # Each wait took the oldest update it had not taken: the first `waits` in the stored order.
+    in_order = sorted(stored, key=stored.__getitem__)
+    assert status.output == in_order[:waits]
