@@ -7,6 +7,7 @@ from datetime import timedelta
 import pytest
 
 import django_workflows as wf
+from django_workflows.models import WorkflowInstance
 from tests.core.helpers import entry
 
 pytestmark = pytest.mark.django_db
@@ -176,3 +177,51 @@ def test_a_step_that_gives_up_fails_the_instance_with_a_step_failed_error(world,
     assert isinstance(error["message"], str) and error["message"]
     call = next(e for e in status.journal if e.name == "call")
     assert (call.kind, call.status, call.attempt) == ("step", "failed", 2)
+
+
+@pytest.mark.parametrize("delay", [0, "0s"])
+def test_a_step_retried_at_once_completes_with_its_second_attempt(define, delay):
+    attempts = []
+
+    @define("retry-at-once")
+    def run(ctx, input):
+        def flaky(step):
+            attempts.append(step.attempt)
+            if step.attempt == 1:
+                raise RuntimeError("the first attempt fails")
+            return "done"
+
+        return ctx.step("flaky", flaky, retry=wf.Retry(attempts=2, delay=delay))
+
+    wf.start("retry-at-once", None, id="rao")
+    wf.drain()
+    status = wf.get_status("rao", journal=True)
+    assert (status.status, status.output) == ("completed", "done")
+    assert attempts == [1, 2]
+    (step,) = [e for e in status.journal if e.name == "flaky"]
+    assert step.attempt == 2
+
+
+def test_a_cancel_requested_during_a_failing_attempt_keeps_that_attempt_as_the_entry(define):
+    """The failed attempt's entry and the next attempt's start go in one write; the start is
+    dropped when a cancel came meanwhile, so the journal shows the attempt that ran."""
+    attempts = []
+
+    @define("cancel-while-failing")
+    def run(ctx, input):
+        def flaky(step):
+            attempts.append(step.attempt)
+            WorkflowInstance.objects.filter(pk="cwf").update(
+                cancel_requested=True, cancel_reason="stop"
+            )
+            raise RuntimeError("the first attempt fails")
+
+        return ctx.step("flaky", flaky, retry=wf.Retry(attempts=2, delay=0))
+
+    wf.start("cancel-while-failing", None, id="cwf")
+    wf.drain()
+    status = wf.get_status("cwf", journal=True)
+    assert status.status == "cancelled"
+    assert attempts == [1]
+    (step,) = [e for e in status.journal if e.name == "flaky"]
+    assert (step.attempt, step.error["message"]) == (1, "the first attempt fails")

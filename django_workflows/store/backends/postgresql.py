@@ -137,20 +137,29 @@ class PostgreSQLBackend(Backend):
             f"WITH held AS (SELECT id, cancel_requested, terminate_requested, cancel_reason, "
             f"awaited FROM {instances} WHERE id = %s AND lease_token = %s FOR UPDATE)"
         ]
-        rows = [
-            {"name": name, "document": document, "guarded": False}
-            for name, document in write.entries.items()
-        ] + [
-            {"name": name, "document": document, "guarded": True}
-            for name, document in write.guarded_entries.items()
+        # One row per name, as the ORM's path writes them: a name can be in both dicts (a failed
+        # attempt's entry and, guarded, the next attempt's start), and one INSERT ... ON CONFLICT
+        # may not touch a row twice. The guarded document wins unless a cancel is requested.
+        rows: list[dict[str, Any]] = [
+            {"name": name, "document": document} for name, document in write.entries.items()
         ]
+        at = {row["name"]: row for row in rows}
+        for name, document in write.guarded_entries.items():
+            if name in at:
+                at[name]["guarded"] = document
+            else:
+                rows.append({"name": name, "guarded": document})
         if rows:
+            document = (
+                "COALESCE(CASE WHEN NOT (held.cancel_requested OR held.terminate_requested) "
+                "THEN e.guarded END, e.document)"
+            )
             parts.append(
                 f", written AS (INSERT INTO {journal} (instance_id, name, document) "
-                f"SELECT held.id, e.name, e.document FROM held, ROWS FROM (jsonb_to_recordset(%s::jsonb) "
-                f"AS (name text, document jsonb, guarded boolean)) WITH ORDINALITY "
+                f"SELECT held.id, e.name, {document} FROM held, ROWS FROM (jsonb_to_recordset(%s::jsonb) "
+                f"AS (name text, document jsonb, guarded jsonb)) WITH ORDINALITY "
                 f"AS e(name, document, guarded, n) "
-                f"WHERE NOT e.guarded OR NOT (held.cancel_requested OR held.terminate_requested) "
+                f"WHERE {document} IS NOT NULL "
                 f"ORDER BY e.n ON CONFLICT (instance_id, name) DO UPDATE SET document = EXCLUDED.document "
                 f"RETURNING 1)"
             )
