@@ -20,14 +20,20 @@ from .errors import (
     WorkflowNotFoundError,
     WorkflowResultTimeoutError,
 )
-from .instances import check_key, instance_status, request_cancel, start_instance, wake_on_commit
+from .instances import (
+    check_isolation,
+    check_key,
+    instance_status,
+    request_cancel,
+    start_instance,
+    wake_on_commit,
+)
 from .models import Status
 from .registry import registry
 from .results import CancelResult, InstanceStatus, SignalResult, StartResult
 from .scope import running_step
 from .store import instances as store
 from .store import payloads
-from .store.backends import backend
 from .store.deadlocks import retries_deadlocks
 from .store.signals import record_signal
 from .store.values import to_json
@@ -96,14 +102,7 @@ def signal(
     check_key("The signal key", key, using)
     check_key("The signal id", id, using)
     value = to_json(payload, f'The payload of signal "{name}"', using=using)
-    connection = connections[using]
-    if connection.in_atomic_block:
-        isolation = backend(using).transaction_isolation()
-        if isolation is not None and isolation != "read committed":
-            raise TypeError(
-                f"signal() inside a {isolation.upper()} transaction could miss waits committed "
-                f"after the transaction's snapshot: send it in a READ COMMITTED transaction."
-            )
+    check_isolation(using, "signal()")
 
     step = running_step.get() if id is None else None
     if step is not None:

@@ -12,7 +12,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from django.db import transaction
+from django.db import connections, transaction
 
 from . import clock, wakeups
 from .conf import database_alias
@@ -43,6 +43,19 @@ def check_key(what: str, value: str | None, using: str, max_length: int = KEY_LE
             f"{what} is {len(value)} characters long; the most it can be is {max_length}."
         )
     check_text(what, value)
+
+
+def check_isolation(using: str, what: str) -> None:
+    """Refuse (TypeError) to record a signal inside a transaction stricter than READ COMMITTED
+    (PostgreSQL's REPEATABLE READ or SERIALIZABLE), whose snapshot could miss a wait committed
+    after it: the instance would not wake. `what` names the call, as in "signal()"."""
+    if connections[using].in_atomic_block:
+        isolation = backend(using).transaction_isolation()
+        if isolation is not None and isolation != "read committed":
+            raise TypeError(
+                f"{what} inside a {isolation.upper()} transaction could miss waits committed "
+                f"after the transaction's snapshot: send it in a READ COMMITTED transaction."
+            )
 
 
 def wake_on_commit(using: str) -> None:

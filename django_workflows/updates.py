@@ -13,20 +13,19 @@ import logging
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.db import connections, transaction
+from django.db import transaction
 
 from . import clock
 from .conf import database_alias
 from .definitions import UPDATE_PREFIX, check_update_name
 from .errors import WorkflowNotFoundError
 from .events import emit
-from .instances import check_key, instance_status, wake_on_commit
+from .instances import check_isolation, check_key, instance_status, wake_on_commit
 from .models import FINISHED, Status, WorkflowInstance
 from .registry import registry
 from .results import InstanceStatus, UpdateResult
 from .scope import running_step
 from .store import instances as store
-from .store.backends import backend
 from .store.deadlocks import retries_deadlocks
 from .store.signals import RecordedSignal, record_signal
 from .store.values import to_json
@@ -60,7 +59,7 @@ def update(id: str, name: str, arg: Any = None, *, using: str | None = None) -> 
     signal = UPDATE_PREFIX + name
     check_key("The update name", signal, using)
     value = to_json(arg, f'The argument of update "{name}"', using=using)
-    _check_isolation(using)
+    check_isolation(using, "update()")
 
     row = store.get_instance(using, id)
     if row is None:
@@ -151,18 +150,6 @@ def _refuse(row: WorkflowInstance, name: str, reason: str, status: InstanceStatu
         reason=reason,
     )
     return UpdateResult(False, reason, status)
-
-
-def _check_isolation(using: str) -> None:
-    """As signal(): on PostgreSQL, refuse a transaction stricter than READ COMMITTED, whose
-    snapshot could miss a wait committed after it (the instance would not wake)."""
-    if connections[using].in_atomic_block:
-        isolation = backend(using).transaction_isolation()
-        if isolation is not None and isolation != "read committed":
-            raise TypeError(
-                f"update() inside a {isolation.upper()} transaction could miss waits committed "
-                f"after the transaction's snapshot: send it in a READ COMMITTED transaction."
-            )
 
 
 @retries_deadlocks

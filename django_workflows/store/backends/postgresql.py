@@ -150,16 +150,16 @@ class PostgreSQLBackend(Backend):
             else:
                 rows.append({"name": name, "guarded": document})
         if rows:
-            document = (
+            chosen = (
                 "COALESCE(CASE WHEN NOT (held.cancel_requested OR held.terminate_requested) "
                 "THEN e.guarded END, e.document)"
             )
             parts.append(
                 f", written AS (INSERT INTO {journal} (instance_id, name, document) "
-                f"SELECT held.id, e.name, {document} FROM held, ROWS FROM (jsonb_to_recordset(%s::jsonb) "
+                f"SELECT held.id, e.name, {chosen} FROM held, ROWS FROM (jsonb_to_recordset(%s::jsonb) "
                 f"AS (name text, document jsonb, guarded jsonb)) WITH ORDINALITY "
                 f"AS e(name, document, guarded, n) "
-                f"WHERE {document} IS NOT NULL "
+                f"WHERE {chosen} IS NOT NULL "
                 f"ORDER BY e.n ON CONFLICT (instance_id, name) DO UPDATE SET document = EXCLUDED.document "
                 f"RETURNING 1)"
             )
