@@ -46,6 +46,7 @@ __all__ = [
     "StepTimeoutError",
     "Wait",
     "WaitOutcome",
+    "Webhook",
     "WorkflowCancelledError",
     "WorkflowDefinitionError",
     "WorkflowDeletedError",
@@ -102,6 +103,7 @@ _LAZY = {
     "Wait": "results",
     "JournalEntry": "results",
     "WaitOutcome": "results",
+    "Webhook": "engine.webhooks",
 }
 
 

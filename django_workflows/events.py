@@ -37,6 +37,7 @@ EVENT_TYPES = (
     "custom-status",
     "child-started",
     "schedule-skipped",
+    "webhook-received",
 )
 
 _WARNINGS = {"workflow-compensation-failed", "journal-large"}

@@ -11,11 +11,12 @@ from typing import TYPE_CHECKING, Any
 from ..definitions import ScheduleOccurrence, WorkflowSignal
 from ..durations import Duration
 from ..results import WaitOutcome
-from . import children, compensations, gather, journal, status, steps, values, waits
+from . import children, compensations, gather, journal, status, steps, values, waits, webhooks
 from .children import ChildHandle
 from .interrupts import Suspend
 from .stepcontext import StepContext
 from .waits import SignalCondition, TimerCondition
+from .webhooks import Webhook
 
 if TYPE_CHECKING:
     from .runtime import Runtime
@@ -109,6 +110,11 @@ class WorkflowContext:
         name = journal.check_name(name, "wait")
         return waits.wait_for_any(self._x, name, {**(conditions or {}), **more})
 
+    def webhook(self, name: str) -> Webhook:
+        """A one-shot URL (`Webhook(token, url)`) whose JSON POST `wait()` returns; the same
+        token on every replay. Hand `url` to the other system inside a step."""
+        return webhooks.webhook(self._x, journal.check_name(name, "webhook"))
+
     # -- children ------------------------------------------------------------------------------
 
     def start_child(
@@ -181,4 +187,11 @@ class WorkflowContext:
         return values.uuid(self._x)
 
 
-__all__ = ["SignalCondition", "StepContext", "Suspend", "TimerCondition", "WorkflowContext"]
+__all__ = [
+    "SignalCondition",
+    "StepContext",
+    "Suspend",
+    "TimerCondition",
+    "Webhook",
+    "WorkflowContext",
+]
