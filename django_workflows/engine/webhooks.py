@@ -40,7 +40,8 @@ class Webhook:
         self._x = execution
 
     def __repr__(self) -> str:
-        return f"Webhook(name={self._name!r}, url={self.url!r})"
+        # Not the URL: it holds the token, a bearer secret that a log line should not show.
+        return f"Webhook(name={self._name!r})"
 
     def wait(self, timeout: Duration | None = None) -> Any:
         """Suspend until the URL receives a POST: its JSON body. None once `timeout` passes

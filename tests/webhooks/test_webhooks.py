@@ -208,3 +208,32 @@ def test_webhook_received_is_sent_at_commit(
     assert received[0].id == "o1" and received[0].workflow == "checkout"
     assert received[0].data["webhook"] == "paid"
     assert received[0].data["signal_id"] == Signal.objects.get().id
+
+
+def test_a_token_signed_before_a_key_rotation_opens_with_the_fallback(
+    checkout, provider, workflow_clock, settings
+):
+    started()
+    url = provider.callbacks["o1"]
+    old = settings.SECRET_KEY
+    settings.SECRET_KEY = "a-new-secret-key-for-the-rotation-test"
+    settings.SECRET_KEY_FALLBACKS = []
+    assert post(url, {"n": 1}).status_code == 404
+    settings.SECRET_KEY_FALLBACKS = [old]
+    assert post(url, {"n": 1}).status_code == 202
+
+
+def test_the_handle_is_a_webhook_that_keeps_its_token_out_of_its_repr(define, workflow_clock):
+    seen = {}
+
+    @define("handle")
+    def handle(ctx, _):
+        hook = ctx.webhook("paid")
+        seen.update(is_webhook=isinstance(hook, wf.Webhook), repr=repr(hook), token=hook.token)
+        return None
+
+    wf.start("handle", None, id="h")
+    wf.drain()
+    assert wf.get_status("h").status == "completed"
+    assert seen["is_webhook"] is True
+    assert seen["token"] not in seen["repr"] and "paid" in seen["repr"]
