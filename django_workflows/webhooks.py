@@ -79,7 +79,8 @@ def deliver(token: str, body: Any, *, using: str | None = None) -> bool:
     """Deliver `body` (JSON, checked by the caller) to the webhook of `token`, exactly once.
 
     Returns False, storing nothing, for a token that `read()` refuses, an instance that is
-    unknown or finished, a webhook that was delivered before, and one whose wait timed out; True once the body is
+    unknown, finished or did not mint it (its journal's entry is written before the step that
+    hands the URL out runs), a webhook delivered before, and one whose wait timed out; True once the body is
     stored as the signal the webhook's wait takes (it wakes the instance at commit, and sends
     `webhook-received`). Joins the caller's transaction.
     """
@@ -103,13 +104,16 @@ def deliver(token: str, body: Any, *, using: str | None = None) -> bool:
             )
             if row is None or row[0] not in UNFINISHED:
                 return False
-            # A wait that timed out is over: its webhook opens nothing more.
-            waited = (
+            # The instance must have minted this very webhook (not an instance deleted and
+            # started again under the same id), and its wait must not be over (timed out).
+            entries = dict(
                 JournalEntry.objects.using(using)
-                .filter(instance_id=instance_id, name=wait_entry(name))
-                .values_list("document", flat=True)
-                .first()
+                .filter(instance_id=instance_id, name__in=[mint_entry(name), wait_entry(name)])
+                .values_list("name", "document")
             )
+            minted, waited = entries.get(mint_entry(name)), entries.get(wait_entry(name))
+            if minted is None or minted.get("key") != key:
+                return False
             if waited is not None and waited.get("status") == COMPLETED:
                 return False
             recorded = record_signal(

@@ -2,7 +2,8 @@
 Webhook.wait() waits for its POST as the engine's own signal `$webhook` keyed by the webhook.
 
 Minting is journaled as `$webhook:<name>` (its random key, never the token: the token is
-signed again from it on replay, and the journal holds no bearer secret); the wait as
+signed again from it on replay, and the journal holds no bearer secret; the key alone opens
+nothing without SECRET_KEY, so it is kept in plain beside the result, for the view to check); the wait as
 `$webhook-wait:<name>`, an ordinary wait, so a POST that comes before the wait is kept for it.
 """
 
@@ -73,7 +74,7 @@ def webhook(x: Runtime, name: str) -> Webhook:
     entry_name = webhooks.mint_entry(name)
     position, entry = x.enter(entry_name, "webhook")
     if entry is not None and entry["status"] == journal.COMPLETED:
-        key = entry["result"]["key"]
+        key = entry["key"]
         token = webhooks.sign(x.instance.id, name, key)
         return Webhook(token, url_for(token), name=name, key=key, execution=x)
     x.check_interrupts(entry_name, entry)
@@ -88,7 +89,7 @@ def webhook(x: Runtime, name: str) -> Webhook:
         status=journal.COMPLETED,
         started_at=now,
         finished_at=now,
-        result={"key": key},
+        key=key,  # beside the result, not in it: plain, for the view to check (not a secret)
     )
     return Webhook(token, url, name=name, key=key, execution=x)
 

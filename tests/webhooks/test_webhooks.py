@@ -237,3 +237,27 @@ def test_the_handle_is_a_webhook_that_keeps_its_token_out_of_its_repr(define, wo
     assert wf.get_status("h").status == "completed"
     assert seen["is_webhook"] is True
     assert seen["token"] not in seen["repr"] and "paid" in seen["repr"]
+
+
+def test_an_old_token_opens_nothing_in_a_new_instance_under_the_same_id(
+    checkout, provider, workflow_clock
+):
+    started()
+    old_url = provider.callbacks["o1"]
+    wf.terminate("o1")
+    wf.drain()
+    wf.delete("o1")
+    started()  # the same id again: a new webhook, with a new key
+    assert provider.callbacks["o1"] != old_url
+    assert post(old_url, {"n": 1}).status_code == 404
+    assert not Signal.objects.exists()
+    assert post(provider.callbacks["o1"], {"n": 2}).status_code == 202
+
+
+def test_a_token_opens_nothing_where_the_instance_has_no_such_webhook_entry(
+    checkout, provider, workflow_clock
+):
+    started()
+    JournalEntry.objects.filter(instance_id="o1", name="$webhook:paid").delete()
+    assert post(provider.callbacks["o1"], {"n": 1}).status_code == 404
+    assert not Signal.objects.exists()
