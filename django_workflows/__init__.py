@@ -47,6 +47,7 @@ __all__ = [
     "UpdateResult",
     "Wait",
     "WaitOutcome",
+    "Webhook",
     "WorkflowCancelledError",
     "WorkflowDefinitionError",
     "WorkflowDeletedError",
@@ -112,6 +113,7 @@ _LAZY = {
     "JournalEntry": "results",
     "WaitOutcome": "results",
     "UpdateResult": "results",
+    "Webhook": "engine.webhooks",
 }
 
 

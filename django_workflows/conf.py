@@ -6,6 +6,7 @@ import functools
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.signals import setting_changed
@@ -14,7 +15,7 @@ from django.dispatch import receiver
 from .durations import parse_duration
 
 SETTING = "DJANGO_WORKFLOWS"
-_KEYS = {"DATABASE", "WORKER", "RETRY", "JOURNAL", "CLOCK", "CODEC"}
+_KEYS = {"DATABASE", "WORKER", "RETRY", "JOURNAL", "CLOCK", "CODEC", "WEBHOOK"}
 _WORKER_KEYS = {
     "CONCURRENCY",
     "POLL_INTERVAL",
@@ -23,6 +24,7 @@ _WORKER_KEYS = {
     "SHUTDOWN_TIMEOUT",
 }
 _JOURNAL_KEYS = {"WARN_ENTRIES", "WARN_BYTES", "MAX_ENTRIES", "MAX_BYTES"}
+_WEBHOOK_KEYS = {"BASE_URL", "MAX_BYTES"}
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,12 @@ class JournalLimits:
 
 
 @dataclass(frozen=True)
+class WebhookSettings:
+    base_url: str = ""  # "": webhook URLs are paths, relative to the site
+    max_bytes: int = 1_000_000
+
+
+@dataclass(frozen=True)
 class WorkflowSettings:
     database: str
     worker: WorkerSettings
@@ -50,6 +58,7 @@ class WorkflowSettings:
     journal: JournalLimits
     clock: Any
     codec: Any
+    webhook: WebhookSettings = WebhookSettings()
 
 
 def _unknown(keys: Any, allowed: set[str], where: str) -> None:
@@ -115,7 +124,35 @@ def get_settings() -> WorkflowSettings:
         journal=journal,
         clock=raw.get("CLOCK"),
         codec=raw.get("CODEC"),
+        webhook=_webhook(raw.get("WEBHOOK") or {}),
     )
+
+
+def _webhook(raw: Any) -> WebhookSettings:
+    """WEBHOOK, validated: BASE_URL an http(s) URL without query or fragment (its trailing
+    slash dropped), MAX_BYTES a positive integer; ValueError or TypeError naming the key."""
+    if not isinstance(raw, dict):
+        raise TypeError(f"{SETTING}['WEBHOOK'] must be a dict, not {raw!r}.")
+    _unknown(raw, _WEBHOOK_KEYS, f"{SETTING}['WEBHOOK']")
+    base_url = raw.get("BASE_URL", "")
+    if not isinstance(base_url, str):
+        raise TypeError(f"WEBHOOK['BASE_URL'] must be a string, not {base_url!r}.")
+    if base_url:
+        parts = urlsplit(base_url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ValueError(
+                f"WEBHOOK['BASE_URL'] must be an http:// or https:// URL with a host, such as "
+                f"'https://shop.example.com', not {base_url!r}."
+            )
+        if parts.query or parts.fragment or base_url.endswith(("?", "#")):
+            raise ValueError(
+                f"WEBHOOK['BASE_URL'] must have no query or fragment (the webhook's path "
+                f"follows it), not {base_url!r}."
+            )
+    max_bytes = raw.get("MAX_BYTES", 1_000_000)
+    if not isinstance(max_bytes, int) or isinstance(max_bytes, bool) or max_bytes < 1:
+        raise ValueError(f"WEBHOOK['MAX_BYTES'] must be a positive integer, not {max_bytes!r}.")
+    return WebhookSettings(base_url=base_url.rstrip("/"), max_bytes=max_bytes)
 
 
 def database_alias(using: str | None = None) -> str:

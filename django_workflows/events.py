@@ -41,6 +41,7 @@ EVENT_TYPES = (
     "task-completed",
     "update-accepted",
     "update-rejected",
+    "webhook-received",
 )
 
 _WARNINGS = {"workflow-compensation-failed", "journal-large"}

@@ -1,6 +1,7 @@
 """The workflow context (`ctx`): the API workflow code calls, a thin facade over the engine's
 rooms, one concern each: steps.py, waits.py, children.py, gather.py, compensations.py (commit
-points), values.py (journaled values), status.py (the custom status), updates.py (updates)."""
+points), values.py (journaled values), status.py (the custom status), updates.py (updates),
+webhooks.py (webhooks), approvals.py (breakpoints) and tasks.py (external tasks)."""
 
 from __future__ import annotations
 
@@ -23,11 +24,13 @@ from . import (
     updates,
     values,
     waits,
+    webhooks,
 )
 from .children import ChildHandle
 from .interrupts import Suspend
 from .stepcontext import StepContext
 from .waits import SignalCondition, TimerCondition
+from .webhooks import Webhook
 
 if TYPE_CHECKING:
     from .runtime import Runtime
@@ -132,6 +135,13 @@ class WorkflowContext:
         """A condition for wait_for_any(): update `name` to this instance; its value is the argument."""
         return updates.update_condition(self._x, name)
 
+    # -- webhooks ------------------------------------------------------------------------------
+
+    def webhook(self, name: str) -> Webhook:
+        """A one-shot URL (`Webhook(token, url)`) whose JSON POST `wait()` returns; the same
+        token on every replay. Hand `url` to the other system inside a step."""
+        return webhooks.webhook(self._x, journal.check_name(name, "webhook"))
+
     # -- children ------------------------------------------------------------------------------
 
     def start_child(
@@ -222,4 +232,11 @@ class WorkflowContext:
         return values.uuid(self._x)
 
 
-__all__ = ["SignalCondition", "StepContext", "Suspend", "TimerCondition", "WorkflowContext"]
+__all__ = [
+    "SignalCondition",
+    "StepContext",
+    "Suspend",
+    "TimerCondition",
+    "Webhook",
+    "WorkflowContext",
+]

@@ -7,5 +7,6 @@ from django.urls import include, path
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("workflows/", include("django_workflows.urls")),  # ctx.webhook()'s URLs
     path("", include("shop.urls")),
 ]

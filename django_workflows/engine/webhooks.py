@@ -1,0 +1,102 @@
+"""Durable webhooks, the engine's side: ctx.webhook(name) mints a one-shot URL, journaled, and
+Webhook.wait() waits for its POST as the engine's own signal `$webhook` keyed by the webhook.
+
+Minting is journaled as `$webhook:<name>` (its random key, never the token: the token is
+signed again from it on replay, and the journal holds no bearer secret; the key alone opens
+nothing without SECRET_KEY, so it is kept in plain beside the result, for the view to check); the wait as
+`$webhook-wait:<name>`, an ordinary wait, so a POST that comes before the wait is kept for it.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import TYPE_CHECKING, Any
+
+from django.core.exceptions import ImproperlyConfigured
+from django.urls import NoReverseMatch, reverse
+
+from .. import webhooks
+from ..conf import get_settings
+from ..durations import Duration
+from ..models import JOURNAL_NAME_LENGTH
+from . import journal, waits
+
+if TYPE_CHECKING:
+    from .runtime import Runtime
+
+URL_NAME = "django_workflows:webhook"
+
+
+class Webhook:
+    """A webhook of a running instance: hand `url` to the other system (inside a step), then
+    `wait()` for its POST. `token` is the part of the URL that opens it."""
+
+    __slots__ = ("_key", "_name", "_x", "token", "url")
+
+    def __init__(self, token: str, url: str, *, name: str, key: str, execution: Runtime):
+        self.token = token
+        self.url = url
+        self._name = name
+        self._key = key
+        self._x = execution
+
+    def __repr__(self) -> str:
+        # Not the URL: it holds the token, a bearer secret that a log line should not show.
+        return f"Webhook(name={self._name!r})"
+
+    def wait(self, timeout: Duration | None = None) -> Any:
+        """Suspend until the URL receives a POST: its JSON body. None once `timeout` passes
+        first (as ctx.wait_for_signal() gives), after which the URL opens nothing."""
+        return wait(self._x, self._name, self._key, timeout)
+
+
+def url_for(token: str) -> str:
+    """WEBHOOK['BASE_URL'] followed by the path django_workflows.urls serves `token` at;
+    ImproperlyConfigured if the project's URLconf does not include django_workflows.urls."""
+    try:
+        path = reverse(URL_NAME, kwargs={"token": token})
+    except NoReverseMatch as error:
+        raise ImproperlyConfigured(
+            'ctx.webhook() needs the webhook view in the URLconf: add path("workflows/", '
+            'include("django_workflows.urls")) to your urlpatterns.'
+        ) from error
+    return get_settings().webhook.base_url + path
+
+
+def webhook(x: Runtime, name: str) -> Webhook:
+    """The webhook `name`: minted once (its key journaled), the same token on every replay."""
+    longest = len(webhooks.wait_entry(name))  # the longer of its two entries' names
+    if longest > JOURNAL_NAME_LENGTH:
+        raise ValueError(
+            f'The webhook name "{name[:40]}..." is {len(name)} characters long; the most it can '
+            f"be is {len(name) - longest + JOURNAL_NAME_LENGTH}."
+        )
+    entry_name = webhooks.mint_entry(name)
+    position, entry = x.enter(entry_name, "webhook")
+    if entry is not None and entry["status"] == journal.COMPLETED:
+        key = entry["key"]
+        token = webhooks.sign(x.instance.id, name, key)
+        return Webhook(token, url_for(token), name=name, key=key, execution=x)
+    x.check_interrupts(entry_name, entry)
+    key = secrets.token_urlsafe(16)
+    token = webhooks.sign(x.instance.id, name, key)
+    url = url_for(token)  # before the entry: a URLconf without the route records nothing
+    now = journal.timestamp(x.now())
+    x.record(
+        entry_name,
+        position,
+        kind="webhook",
+        status=journal.COMPLETED,
+        started_at=now,
+        finished_at=now,
+        key=key,  # beside the result, not in it: plain, for the view to check (not a secret)
+    )
+    return Webhook(token, url, name=name, key=key, execution=x)
+
+
+def wait(x: Runtime, name: str, key: str, timeout: Duration | None) -> Any:
+    """The wait for the POST of the webhook `name`: its body, or None past `timeout`."""
+    conditions: dict[str, Any] = {"webhook": waits.SignalCondition(webhooks.SIGNAL, key, None)}
+    if timeout is not None:
+        conditions["timeout"] = waits.timer(timeout)
+    return waits.wait(x, webhooks.wait_entry(name), conditions).value

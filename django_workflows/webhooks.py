@@ -1,0 +1,146 @@
+"""Durable webhooks' tokens and deliveries: what the engine (which mints a token) and the view
+(which delivers a POST to it) both need.
+
+A token is `django.core.signing` of [instance id, webhook name, key], salted with the instance
+id and the name, so it opens one webhook of one instance and nothing else. The key is random,
+journaled by the engine; a delivery is the engine's own signal `$webhook` with that key, stored
+once under the key as its dedupe id: a second delivery finds the first and stores nothing.
+"""
+
+from __future__ import annotations
+
+import binascii
+import json
+from typing import Any
+
+from django.core import signing
+from django.db import transaction
+
+from . import clock
+from .conf import database_alias
+from .events import emit
+from .instances import wake_on_commit
+from .models import UNFINISHED, JournalEntry, WorkflowInstance
+from .store.backends import backend
+from .store.deadlocks import retries_deadlocks
+from .store.signals import record_signal
+
+COMPLETED = "completed"  # a journal entry's status once done (engine/journal.py's)
+SIGNAL = "$webhook"
+"""The engine's own signal a webhook's POST is delivered as, keyed by the webhook's key."""
+
+
+def mint_entry(name: str) -> str:
+    """The journal entry that holds the key of the webhook `name`."""
+    return f"$webhook:{name}"
+
+
+def wait_entry(name: str) -> str:
+    """The journal entry of the wait for the webhook `name`'s POST."""
+    return f"$webhook-wait:{name}"
+
+
+def _signer(instance_id: str, name: str) -> signing.Signer:
+    return signing.Signer(salt=f"django_workflows.webhook:{instance_id}:{name}")
+
+
+def sign(instance_id: str, name: str, key: str) -> str:
+    """The token of the webhook `name` of instance `instance_id` with the journaled `key`: the
+    same on every replay (an HMAC of them with SECRET_KEY), URL-safe."""
+    return _signer(instance_id, name).sign_object([instance_id, name, key])
+
+
+def read(token: str) -> tuple[str, str, str] | None:
+    """(instance id, name, key) of a token that `sign()` made with this SECRET_KEY (or one of
+    SECRET_KEY_FALLBACKS), or None for anything else: a forged, altered or moved token."""
+    if not isinstance(token, str) or token.count(signing.Signer().sep) != 1:
+        return None
+    value = token.split(signing.Signer().sep)[0]
+    try:
+        # The unsigned part names the salt to check the signature with; it is trusted only
+        # once that signature, which covers it, holds.
+        claimed = json.loads(signing.b64_decode(value.encode()).decode())
+        instance_id, name, _ = claimed
+        if not isinstance(instance_id, str) or not isinstance(name, str):
+            return None
+        checked = _signer(instance_id, name).unsign_object(token)
+    except (signing.BadSignature, ValueError, TypeError, binascii.Error, UnicodeError):
+        return None
+    if not (
+        isinstance(checked, list)
+        and len(checked) == 3
+        and all(isinstance(part, str) for part in checked)
+    ):
+        return None
+    return checked[0], checked[1], checked[2]
+
+
+def deliver(token: str, body: Any, *, using: str | None = None) -> bool:
+    """Deliver `body` (JSON, checked by the caller) to the webhook of `token`, exactly once.
+
+    Returns False, storing nothing, for a token that `read()` refuses, an instance that is
+    unknown, finished or did not mint it (its journal's entry is written before the step that
+    hands the URL out runs), a webhook delivered before, and one whose wait timed out; True once the body is
+    stored as the signal the webhook's wait takes (it wakes the instance at commit, and sends
+    `webhook-received`). Joins the caller's transaction.
+    """
+    parts = read(token)
+    if parts is None:
+        return False
+    instance_id, name, key = parts
+    using = database_alias(using)
+
+    @retries_deadlocks
+    def record(using: str) -> bool:
+        with transaction.atomic(using=using, savepoint=False):
+            # The signal lock first, as every signal takes it: under it, the instance's status
+            # and the earlier delivery are read in the order the signals are recorded.
+            backend(using).lock_signals(shared=False)
+            row = (
+                WorkflowInstance.objects.using(using)
+                .filter(pk=instance_id)
+                .values_list("status", "workflow", "version")
+                .first()
+            )
+            if row is None or row[0] not in UNFINISHED:
+                return False
+            # The instance must have minted this very webhook (not an instance deleted and
+            # started again under the same id), and its wait must not be over (timed out).
+            entries = dict(
+                JournalEntry.objects.using(using)
+                .filter(instance_id=instance_id, name__in=[mint_entry(name), wait_entry(name)])
+                .values_list("name", "document")
+            )
+            minted, waited = entries.get(mint_entry(name)), entries.get(wait_entry(name))
+            if minted is None or minted.get("key") != key:
+                return False
+            if waited is not None and waited.get("status") == COMPLETED:
+                return False
+            recorded = record_signal(
+                using,
+                name=SIGNAL,
+                key=key,
+                dedupe_id=key,
+                payload=body,
+                now=clock.now(),
+                locked=True,
+            )
+            if not recorded.created:
+                return False
+            wake_on_commit(using)
+            workflow, version = row[1], row[2]
+            transaction.on_commit(
+                lambda: emit(
+                    "webhook-received",
+                    id=instance_id,
+                    workflow=workflow,
+                    version=version,
+                    at=clock.now(),
+                    webhook=name,
+                    signal_id=recorded.id,
+                ),
+                using=using,
+            )
+            return True
+
+    return bool(record(using))
