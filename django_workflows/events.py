@@ -37,10 +37,18 @@ EVENT_TYPES = (
     "custom-status",
     "child-started",
     "schedule-skipped",
+    "value-set",
 )
 
 _WARNINGS = {"workflow-compensation-failed", "journal-large"}
-_DEBUG = {"step-completed", "custom-status", "workflow-suspended", "workflow-resumed"}
+_DEBUG = {
+    "step-completed",
+    "custom-status",
+    "workflow-suspended",
+    "workflow-resumed",
+    "value-set",
+}
+_UNLOGGED = ("output", "value")  # payloads: large, and a codec keeps them out of the logs too
 
 
 @dataclass(frozen=True)
@@ -64,7 +72,7 @@ def emit(
         logging.WARNING if type in _WARNINGS else logging.DEBUG if type in _DEBUG else logging.INFO
     )
     if logger.isEnabledFor(level):
-        details = " ".join(f"{key}={value!r}" for key, value in data.items() if key != "output")
+        details = " ".join(f"{key}={value!r}" for key, value in data.items() if key not in _UNLOGGED)
         logger.log(level, "%s %s (%s@%s) %s", type, id, workflow, version, details)
     for receiver, response in workflow_event.send_robust(sender=WorkflowEvent, event=event):
         if isinstance(response, Exception):

@@ -213,6 +213,7 @@ def instance_status(
     children: list[InstanceStatus] | None = None,
     *,
     strict: bool = True,
+    values: dict[str, Any] | None = None,
 ) -> InstanceStatus:
     """The row as the client returns it (an InstanceStatus), its payloads decoded. Not strict: a payload the codec
     cannot read is None (list_instances() shows such an instance without its payloads)."""
@@ -241,4 +242,5 @@ def instance_status(
         waits=[Wait(signal, key) for signal, key in waits],
         journal=None if journal is None else [_journal_entry(n, d) for n, d in journal],
         children=children,
+        values=values or {},
     )
