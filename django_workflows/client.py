@@ -175,8 +175,7 @@ def list_instances(
     waits = store.load_waits(using, [r.id for r in rows])
     values = latest_values(using, [r.id for r in rows], strict=False)
     return [
-        instance_status(r, waits.get(r.id, []), strict=False, values=values.get(r.id))
-        for r in rows
+        instance_status(r, waits.get(r.id, []), strict=False, values=values.get(r.id)) for r in rows
     ]
 
 

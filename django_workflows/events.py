@@ -72,7 +72,9 @@ def emit(
         logging.WARNING if type in _WARNINGS else logging.DEBUG if type in _DEBUG else logging.INFO
     )
     if logger.isEnabledFor(level):
-        details = " ".join(f"{key}={value!r}" for key, value in data.items() if key not in _UNLOGGED)
+        details = " ".join(
+            f"{key}={value!r}" for key, value in data.items() if key not in _UNLOGGED
+        )
         logger.log(level, "%s %s (%s@%s) %s", type, id, workflow, version, details)
     for receiver, response in workflow_event.send_robust(sender=WorkflowEvent, event=event):
         if isinstance(response, Exception):

@@ -58,9 +58,7 @@ def waiter(id: str, name: str, timeout: str) -> tuple[threading.Thread, list]:
     return thread, outcome
 
 
-def test_get_value_waits_for_a_value_published_while_the_next_step_runs(
-    publishes_then_works, hold
-):
+def test_get_value_waits_for_a_value_published_while_the_next_step_runs(publishes_then_works, hold):
     wf.start("publishes-then-works", id="busy")
     thread, outcome = waiter("busy", "stage", "30s")
     with worker_thread(poll_interval="0.2s"):
@@ -74,9 +72,7 @@ def test_get_value_waits_for_a_value_published_while_the_next_step_runs(
         assert wf.get_value("busy", "stage", timeout="5s") == {"at": "done"}
 
 
-def test_a_waiting_get_value_times_out_and_the_instance_keeps_running(
-    publishes_then_works, hold
-):
+def test_a_waiting_get_value_times_out_and_the_instance_keeps_running(publishes_then_works, hold):
     wf.start("publishes-then-works", id="late")
     with worker_thread(poll_interval="0.2s"):
         assert wait_until(lambda: wf.get_status("late").values != {}, 10)
@@ -97,9 +93,7 @@ def test_two_waiters_for_one_value_both_get_it(publishes_then_works, hold):
     assert got_first == got_second == [{"at": "working"}]
 
 
-@pytest.mark.skipif(
-    connection.vendor != "postgresql", reason="NOTIFY exists only on PostgreSQL"
-)
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="NOTIFY exists only on PostgreSQL")
 def test_on_postgresql_publishing_an_awaited_instances_value_notifies_at_the_commit(define):
     """What wakes a get_value() waiting in another process: the instance's id on the channel
     result() listens to, sent with the value's write once a get_value() marked it awaited."""
