@@ -27,6 +27,7 @@ from .store import instances as store
 from .store import payloads
 from .store.backends import backend
 from .store.deadlocks import retries_deadlocks
+from .store.published import latest_values
 from .store.values import to_json
 
 
@@ -187,9 +188,9 @@ def request_cancel(
     if row is None:
         raise WorkflowNotFoundError(f"No workflow instance has the id {id!r}.")
     # Not strict: an instance whose payloads the codec cannot read can still be cancelled.
-    return CancelResult(
-        accepted, instance_status(row, store.load_waits(using, [id]).get(id, []), strict=False)
-    )
+    waits = store.load_waits(using, [id]).get(id, [])
+    values = latest_values(using, [id], strict=False).get(id)
+    return CancelResult(accepted, instance_status(row, waits, strict=False, values=values))
 
 
 def _journal_entry(name: str, doc: dict[str, Any]) -> JournalEntry:

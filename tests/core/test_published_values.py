@@ -52,6 +52,7 @@ def test_instance_status_values_holds_each_names_latest_value(progress):
     wf.drain()
     expected = {"stage": "waiting", "total": {"amount": 5, "currency": "EUR"}}
     assert wf.get_status("p2").values == expected
+    assert wf.cancel("p2").instance.values == expected
     listed = {s.id: s.values for s in wf.list_instances(workflow="publishes-progress")}
     assert listed["p2"] == expected
     assert listed["p3"]["total"]["amount"] == 6
