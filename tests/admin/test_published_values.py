@@ -42,6 +42,15 @@ def test_the_instance_page_shows_each_names_latest_value(admin_client, publisher
     assert "first" not in html.split('class="dw-values"')[1].split("</table>")[0]
 
 
+def test_the_timeline_and_the_journal_name_each_value_they_show(admin_client, publisher):
+    wf.start("admin-publishes", id="named")
+    wf.drain()
+    response = admin_client.get(change_url("named"))
+    labels = [row.name for row in response.context["timeline"].rows]
+    assert labels[:3] == ["$value:0 (stage)", "$value:1 (progress)", "$value:2 (stage)"]
+    assert [row["name"] for row in response.context["journal"]][:3] == labels[:3]
+
+
 def test_an_instance_without_values_shows_a_dash(admin_client, define):
     @define("admin-publishes-nothing")
     def run(ctx, input):
