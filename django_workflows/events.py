@@ -32,12 +32,12 @@ EVENT_TYPES = (
     "workflow-cancelled",
     "workflow-compensation-failed",
     "journal-large",
+    "value-set",
     "workflow-retried",
     "workflow-deleted",
     "custom-status",
     "child-started",
     "schedule-skipped",
-    "value-set",
 )
 
 _WARNINGS = {"workflow-compensation-failed", "journal-large"}
