@@ -288,3 +288,21 @@ def test_a_value_is_stored_encrypted_by_the_codec_and_read_back(define, settings
     assert document["name"] == "card"  # plain: the store finds a value by its name
     assert wf.get_value("sealed", "card") == {"last4": "4242"}
     assert wf.get_status("sealed").values == {"card": {"last4": "4242"}}
+
+
+@pytest.mark.parametrize(
+    "name", ['say "hi"', "back\\slash", "été 😀", "1", "true", "null", "%_", " padded "]
+)
+def test_any_name_is_found_exactly(define, name):
+    @define("publishes-odd-names")
+    def run(ctx, input):
+        ctx.set_value(name, "mine")
+        ctx.set_value(name.strip() + "x", "other")
+
+    wf.start("publishes-odd-names", id="odd")
+    wf.drain()
+    assert wf.get_value("odd", name) == "mine"
+    assert wf.get_status("odd").values[name] == "mine"
+    if name.strip() != name:
+        with pytest.raises(KeyError):
+            wf.get_value("odd", name.strip())
