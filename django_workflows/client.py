@@ -35,6 +35,7 @@ from .scope import running_step
 from .store import instances as store
 from .store import payloads
 from .store.deadlocks import retries_deadlocks
+from .store.published import latest_values
 from .store.signals import record_signal
 from .store.values import to_json
 
@@ -137,7 +138,8 @@ def get_status(
         rows = store.list_instances(using, parent_id=id, limit=10_000)
         kid_waits = store.load_waits(using, [r.id for r in rows])
         kids = [instance_status(r, kid_waits.get(r.id, []), strict=False) for r in rows]
-    return instance_status(row, waits, entries, kids)
+    values = latest_values(using, [id]).get(id)
+    return instance_status(row, waits, entries, kids, values=values)
 
 
 def list_instances(
@@ -170,7 +172,10 @@ def list_instances(
         offset=offset,
     )
     waits = store.load_waits(using, [r.id for r in rows])
-    return [instance_status(r, waits.get(r.id, []), strict=False) for r in rows]
+    values = latest_values(using, [r.id for r in rows], strict=False)
+    return [
+        instance_status(r, waits.get(r.id, []), strict=False, values=values.get(r.id)) for r in rows
+    ]
 
 
 MAX_PAGE = 10_000

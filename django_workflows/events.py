@@ -32,6 +32,7 @@ EVENT_TYPES = (
     "workflow-cancelled",
     "workflow-compensation-failed",
     "journal-large",
+    "value-set",
     "workflow-retried",
     "workflow-deleted",
     "custom-status",
@@ -45,7 +46,14 @@ EVENT_TYPES = (
 )
 
 _WARNINGS = {"workflow-compensation-failed", "journal-large"}
-_DEBUG = {"step-completed", "custom-status", "workflow-suspended", "workflow-resumed"}
+_DEBUG = {
+    "step-completed",
+    "custom-status",
+    "workflow-suspended",
+    "workflow-resumed",
+    "value-set",
+}
+_UNLOGGED = ("output", "value")  # payloads: large, and a codec keeps them out of the logs too
 
 
 @dataclass(frozen=True)
@@ -69,7 +77,9 @@ def emit(
         logging.WARNING if type in _WARNINGS else logging.DEBUG if type in _DEBUG else logging.INFO
     )
     if logger.isEnabledFor(level):
-        details = " ".join(f"{key}={value!r}" for key, value in data.items() if key != "output")
+        details = " ".join(
+            f"{key}={value!r}" for key, value in data.items() if key not in _UNLOGGED
+        )
         logger.log(level, "%s %s (%s@%s) %s", type, id, workflow, version, details)
     for receiver, response in workflow_event.send_robust(sender=WorkflowEvent, event=event):
         if isinstance(response, Exception):

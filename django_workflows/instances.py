@@ -27,6 +27,7 @@ from .store import instances as store
 from .store import payloads
 from .store.backends import backend
 from .store.deadlocks import retries_deadlocks
+from .store.published import latest_values
 from .store.values import to_json
 
 
@@ -200,9 +201,9 @@ def request_cancel(
     if row is None:
         raise WorkflowNotFoundError(f"No workflow instance has the id {id!r}.")
     # Not strict: an instance whose payloads the codec cannot read can still be cancelled.
-    return CancelResult(
-        accepted, instance_status(row, store.load_waits(using, [id]).get(id, []), strict=False)
-    )
+    waits = store.load_waits(using, [id]).get(id, [])
+    values = latest_values(using, [id], strict=False).get(id)
+    return CancelResult(accepted, instance_status(row, waits, strict=False, values=values))
 
 
 def _journal_entry(name: str, doc: dict[str, Any]) -> JournalEntry:
@@ -226,6 +227,7 @@ def instance_status(
     children: list[InstanceStatus] | None = None,
     *,
     strict: bool = True,
+    values: dict[str, Any] | None = None,
 ) -> InstanceStatus:
     """The row as the client returns it (an InstanceStatus), its payloads decoded. Not strict: a payload the codec
     cannot read is None (list_instances() shows such an instance without its payloads)."""
@@ -254,4 +256,5 @@ def instance_status(
         waits=[Wait(signal, key) for signal, key in waits],
         journal=None if journal is None else [_journal_entry(n, d) for n, d in journal],
         children=children,
+        values=values or {},
     )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -82,6 +82,8 @@ class InstanceStatus:
     waits: list[Wait]
     journal: list[JournalEntry] | None
     children: list[InstanceStatus] | None
+    # The values published with ctx.set_value(): each name's latest value.
+    values: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

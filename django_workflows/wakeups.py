@@ -83,6 +83,12 @@ def instance_ended(instance_id: str) -> None:
         event.set()
 
 
+def value_published(instance_id: str) -> None:
+    """An execution in this process published a value of the instance (ctx.set_value()):
+    wake get_value() waiting for it, which shares result()'s wait (wait_for_end())."""
+    instance_ended(instance_id)
+
+
 _listeners: dict[str, tuple[threading.Event, int]] = {}
 
 

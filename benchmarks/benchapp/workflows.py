@@ -13,3 +13,11 @@ def bench(ctx: Any, input: dict[str, Any]) -> dict[str, Any]:
     for i in range(int(input["steps"])):
         last = ctx.step(f"step-{i}", lambda step, i=i: {"i": i, "ok": True})
     return {"steps": input["steps"], "last": last}
+
+
+@workflow("bench-value")
+def bench_value(ctx: Any, input: dict[str, Any]) -> None:
+    """Waits for the signal `publish` (key: its id), then publishes `ready`: what
+    benchmarks/value_wakeup.py times a get_value() in another process against."""
+    ctx.wait_for_signal("go", "publish", key=ctx.instance_id)
+    ctx.set_value("ready", True)

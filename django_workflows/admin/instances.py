@@ -23,6 +23,7 @@ from django.utils.text import Truncator
 from .. import approvals, client, operations
 from ..conf import database_alias
 from ..models import Signal, WorkflowInstance, WorkflowSchedule
+from ..store.published import PREFIX as VALUE_PREFIX
 from .actions import (
     admin_reason,
     apply,
@@ -97,7 +98,7 @@ class WorkflowInstanceAdmin(ReadOnlyAdmin):
                 )
             },
         ),
-        ("Data", {"fields": ("input_json", "output_json", "error_summary")}),
+        ("Data", {"fields": ("input_json", "output_json", "published_values", "error_summary")}),
         (
             "Lease and requests",
             {
@@ -130,6 +131,7 @@ class WorkflowInstanceAdmin(ReadOnlyAdmin):
         "waits_list",
         "input_json",
         "output_json",
+        "published_values",
         "error_summary",
         "lease_owner",
         "lease_until",
@@ -183,6 +185,22 @@ class WorkflowInstanceAdmin(ReadOnlyAdmin):
     @admin.display(description="output")
     def output_json(self, obj: WorkflowInstance) -> SafeString:
         return pretty_json(decoded_field(obj, "output"))
+
+    @admin.display(description="published values")
+    def published_values(self, obj: WorkflowInstance) -> SafeString | str:
+        """Each name's latest value of ctx.set_value() (a note where the codec cannot read it)."""
+        latest: dict[str, Any] = {}
+        entries = obj.entries.filter(name__startswith=VALUE_PREFIX).order_by("id")
+        for name, document in entries.values_list("name", "document"):
+            latest[document.get("name")] = decoded_document(obj.pk, name, document).get("result")
+        if not latest:
+            return "-"
+        rows = format_html_join(
+            "",
+            '<tr><th scope="row"><code>{}</code></th><td>{}</td></tr>',
+            ((name, pretty_json(value)) for name, value in latest.items()),
+        )
+        return format_html('<table class="dw-values">{}</table>', rows)
 
     @admin.display(description="error")
     def error_summary(self, obj: WorkflowInstance) -> SafeString:

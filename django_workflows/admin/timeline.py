@@ -121,7 +121,7 @@ def build_timeline(
         length = "" if marker or ended is None or started is None else _duration(ended - started)
         rows.append(
             TimelineRow(
-                name=name,
+                name=entry_label(name, doc),
                 kind=str(doc.get("kind", "step")),
                 status=status,
                 attempt=doc.get("attempt"),
@@ -150,10 +150,17 @@ def build_timeline(
     )
 
 
+def entry_label(name: str, doc: dict[str, Any]) -> str:
+    """An entry's name as shown: a published value's (`$value:<position>`) says its name too."""
+    if doc.get("kind") == "value" and isinstance(doc.get("name"), str):
+        return f"{name} ({doc['name']})"
+    return name
+
+
 def journal_row(name: str, doc: dict[str, Any]) -> dict[str, Any]:
     error = doc.get("error")
     return {
-        "name": name,
+        "name": entry_label(name, doc),
         "kind": doc.get("kind", "step"),
         "status": doc.get("status", ""),
         "badge": status_badge(str(doc.get("status", ""))),

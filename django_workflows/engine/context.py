@@ -213,6 +213,11 @@ class WorkflowContext:
         """Fail the instance: its compensations run and it ends `failed` with WorkflowFailedError."""
         self._x.fail(message)
 
+    def set_value(self, name: str, value: Any) -> None:
+        """Publish `value` (JSON, at most 64 KiB) as the value `name`, written at once; the
+        latest of a name is what django_workflows.get_value() returns."""
+        values.set_value(self._x, name, value)
+
     def set_status(self, value: Any) -> None:
         """Set the custom status (JSON, at most 16 KiB; None clears it), written with the next write."""
         status.set_status(self._x, value)

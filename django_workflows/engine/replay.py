@@ -127,7 +127,7 @@ class Replay(Guards):
                 )
             )
 
-    def record(self, name: str, position: tuple[int, ...] | None, **doc: Any) -> dict[str, Any]:
+    def record(self, name: str, position: tuple[int, ...] | None, /, **doc: Any) -> dict[str, Any]:
         """Buffer a journal entry; it is written with the next write."""
         if position is not None:
             doc["pos"] = list(position)

@@ -93,10 +93,14 @@ class Runtime(Stops):
         release: store.Release | None = None,
         guarded: dict[str, dict[str, Any]] | None = None,
         signal: dict[str, Any] | None = None,
+        announce: bool = False,
     ) -> store.LeaseFlags:
         """Write the buffered entries with `changes`, and `release` the instance or record a
-        child's end `signal`, fenced by the lease token; LeaseLost when the lease is gone."""
-        return self.calls.run(lambda: self._write(changes or {}, release, guarded or {}, signal))
+        child's end `signal`, fenced by the lease token; LeaseLost when the lease is gone.
+        `announce`: wake get_value() waiting in other processes at the commit."""
+        return self.calls.run(
+            lambda: self._write(changes or {}, release, guarded or {}, signal, announce)
+        )
 
     def _write(
         self,
@@ -104,6 +108,7 @@ class Runtime(Stops):
         release: store.Release | None,
         guarded: dict[str, dict[str, Any]],
         signal: dict[str, Any] | None = None,
+        announce: bool = False,
     ) -> store.LeaseFlags:
         with self._lock:
             entries, self.pending = self.pending, {}
@@ -131,6 +136,7 @@ class Runtime(Stops):
             lease_until=now + self.lease_duration if extend else None,
             release=release,
             signal=signal,
+            announce=announce,
         )
         started = time.monotonic()
         flags = call_store(

@@ -59,6 +59,8 @@ class InstanceWrite:
     lease_until: datetime | None = None
     release: Release | None = None
     signal: dict[str, Any] | None = None
+    # True: wake get_value() waiting in other processes at the commit (a published value).
+    announce: bool = False
 
 
 @dataclass(frozen=True)
@@ -426,7 +428,7 @@ def write(using: str, id: str, token: str, write: InstanceWrite) -> LeaseFlags |
             if set(changes) - {"lease_until"}:
                 changes["updated_at"] = write.now
             held.update(**changes)
-        if awaited and changes.get("status") in FINISHED:
+        if awaited and (write.announce or changes.get("status") in FINISHED):
             backend(using).notify_ended(id)
         return LeaseFlags(cancel_requested, terminate_requested, payloads.decode_reason(id, reason))
 

@@ -27,6 +27,7 @@ MAY_NOT_IMPORT = {
     # the operations call it, never the other way.
     "django_workflows.engine": (
         "django_workflows.client",
+        "django_workflows.published",
         "django_workflows.operations",
         "django_workflows.worker",
         "django_workflows.schedules",
@@ -39,6 +40,7 @@ MAY_NOT_IMPORT = {
         "django_workflows.registry",
         "django_workflows.instances",
         "django_workflows.client",
+        "django_workflows.published",
         "django_workflows.operations",
         "django_workflows.worker",
         "django_workflows.schedules",

@@ -185,7 +185,8 @@ class PostgreSQLBackend(Backend):
             )
             params += values
         select = " SELECT cancel_requested, terminate_requested, cancel_reason"
-        if changes.get("status") in FINISHED:  # result() in other processes wakes at the commit
+        # result() and get_value() in other processes wake at the commit
+        if write.announce or changes.get("status") in FINISHED:
             select += ", (SELECT pg_notify(%s, held.id) WHERE held.awaited)"
             params.append(ENDED_CHANNEL)
         parts.append(select + " FROM held")
