@@ -29,7 +29,10 @@ def refused(response, status: int) -> None:
 
 
 def test_a_body_over_max_bytes_is_413(url, settings):
-    settings.DJANGO_WORKFLOWS = {"WEBHOOK": {"MAX_BYTES": 100}}
+    settings.DJANGO_WORKFLOWS = {
+        **getattr(settings, "DJANGO_WORKFLOWS", {}),
+        "WEBHOOK": {"MAX_BYTES": 100},
+    }
     refused(post(url, {"pad": "x" * 100}), 413)
     assert post(url, {"pad": "x" * 80}).status_code == 202  # 92 bytes: within the limit
 
@@ -67,7 +70,10 @@ def test_a_nul_in_the_body_is_400_on_postgresql(url):
 
 
 def test_a_forged_token_is_404_before_the_body_is_read(url, settings):
-    settings.DJANGO_WORKFLOWS = {"WEBHOOK": {"MAX_BYTES": 10}}
+    settings.DJANGO_WORKFLOWS = {
+        **getattr(settings, "DJANGO_WORKFLOWS", {}),
+        "WEBHOOK": {"MAX_BYTES": 10},
+    }
     response = post("/workflows/webhooks/forged:token/", {"pad": "x" * 100})
     assert response.status_code == 404  # not 413: a stranger learns nothing
 

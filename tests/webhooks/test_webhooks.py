@@ -40,7 +40,10 @@ def test_the_post_resumes_the_wait_with_its_body(checkout, provider, workflow_cl
 def test_the_url_is_the_base_url_and_the_served_path_holding_the_token(
     checkout, provider, workflow_clock, settings
 ):
-    settings.DJANGO_WORKFLOWS = {"WEBHOOK": {"BASE_URL": "https://shop.example.com/"}}
+    settings.DJANGO_WORKFLOWS = {
+        **getattr(settings, "DJANGO_WORKFLOWS", {}),
+        "WEBHOOK": {"BASE_URL": "https://shop.example.com/"},
+    }
     started()
     url = provider.callbacks["o1"]
     post(url, {"ok": True})
