@@ -94,6 +94,10 @@ class WorkflowInstance(models.Model):
     # Some result() waits for it: on PostgreSQL its end is then NOTIFYed (each NOTIFY costs every
     # listening connection a transaction, so ends nobody waits for are not announced).
     awaited = models.BooleanField(default=False)
+    # How often the instance continued as new (ctx.continue_as_new()): 0 for its first run.
+    generation = models.PositiveIntegerField(default=0)
+    # The instance this one was forked from (django_workflows.fork()), for its admin link.
+    forked_from = KeyField(max_length=KEY_LENGTH, null=True, blank=True)
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
 
@@ -115,6 +119,7 @@ class WorkflowInstance(models.Model):
             ("terminate_workflowinstance", "Can terminate workflow instances"),
             ("retry_workflowinstance", "Can retry workflow instances"),
             ("resume_workflowinstance", "Can resume workflow instances at a breakpoint"),
+            ("fork_workflowinstance", "Can rerun workflow instances from a step"),
         ]
 
     def __str__(self) -> str:
