@@ -4,42 +4,18 @@ the patched one (as a deploy does) and runs the instances again on a real worker
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
 import pytest
 
 import django_workflows as wf
-from django_workflows import workflow
 from django_workflows.engine.patches import LONGEST_ID
-from django_workflows.registry import registry
 from tests.core.helpers import names
+from tests.patches.conftest import NAME
 
 pytestmark = pytest.mark.django_db
-
-NAME = "patched-fulfilment"
-
-
-class Deploy:
-    """Registers one workflow function as NAME@1 at a time, replacing the one before: a deploy."""
-
-    def __init__(self) -> None:
-        self.current: Any = None
-
-    def __call__(self, fn: Callable[..., Any]) -> Any:
-        if self.current is not None:
-            registry.unregister(self.current)
-        self.current = workflow(NAME)(fn)
-        return self.current
-
-
-@pytest.fixture
-def deploy() -> Iterator[Deploy]:
-    deployment = Deploy()
-    yield deployment
-    if deployment.current is not None:
-        registry.unregister(deployment.current)
 
 
 @pytest.fixture
