@@ -33,6 +33,7 @@ EVENT_TYPES = (
     "workflow-compensation-failed",
     "journal-large",
     "value-set",
+    "patch-marked",
     "workflow-retried",
     "workflow-deleted",
     "custom-status",
@@ -52,6 +53,7 @@ _DEBUG = {
     "workflow-suspended",
     "workflow-resumed",
     "value-set",
+    "patch-marked",
 }
 _UNLOGGED = ("output", "value")  # payloads: large, and a codec keeps them out of the logs too
 

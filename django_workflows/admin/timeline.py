@@ -151,9 +151,12 @@ def build_timeline(
 
 
 def entry_label(name: str, doc: dict[str, Any]) -> str:
-    """An entry's name as shown: a published value's (`$value:<position>`) says its name too."""
+    """An entry's name as shown: a published value's (`$value:<position>`) says its name too,
+    a patch marker's (`$patch:<id>`) the branch the run took."""
     if doc.get("kind") == "value" and isinstance(doc.get("name"), str):
         return f"{name} ({doc['name']})"
+    if doc.get("kind") == "patch":
+        return f"{name} ({'new' if doc.get('result') else 'old'} branch)"
     return name
 
 

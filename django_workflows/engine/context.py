@@ -1,7 +1,8 @@
 """The workflow context (`ctx`): the API workflow code calls, a thin facade over the engine's
 rooms, one concern each: steps.py, waits.py, children.py, gather.py, compensations.py (commit
 points), values.py (journaled values), status.py (the custom status), updates.py (updates),
-webhooks.py (webhooks), approvals.py (breakpoints) and tasks.py (external tasks)."""
+webhooks.py (webhooks), approvals.py (breakpoints), tasks.py (external tasks) and patches.py
+(changes made in place)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from . import (
     compensations,
     gather,
     journal,
+    patches,
     status,
     steps,
     tasks,
@@ -221,6 +223,18 @@ class WorkflowContext:
     def set_status(self, value: Any) -> None:
         """Set the custom status (JSON, at most 16 KiB; None clears it), written with the next write."""
         status.set_status(self._x, value)
+
+    # -- changes made in place -----------------------------------------------------------------
+
+    def patched(self, patch_id: str) -> bool:
+        """Whether to take the new branch of the change `patch_id`: True for a run that reaches
+        the call first, False for one that had passed it on the code before the change."""
+        return patches.patched(self._x, patch_id)
+
+    def deprecate_patch(self, patch_id: str) -> None:
+        """The change `patch_id` is the only branch now; WorkflowNonDeterminismError for a run
+        that had passed this point on the code before the change."""
+        patches.deprecate_patch(self._x, patch_id)
 
     # -- journaled values ----------------------------------------------------------------------
 

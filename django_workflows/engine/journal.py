@@ -8,8 +8,11 @@ from typing import Any
 from .. import errors
 from ..jsonvalues import check_value, dumps, storable_text
 
-ENGINE_KINDS = ("compensation", "retry")
-"""Entries the engine writes on its own; the replay check ignores them."""
+PATCH = "patch"  # a ctx.patched() marker's kind
+
+ENGINE_KINDS = ("compensation", "retry", PATCH)
+"""Entries the replay check ignores: those the engine writes on its own, and patch markers,
+which code whose guard was removed no longer reaches."""
 
 COMPLETED = "completed"
 PENDING = "pending"
@@ -18,6 +21,7 @@ FAILED = "failed"
 CANCELLED = "cancelled"
 
 COMPENSATION_PREFIX = "$compensate:"  # a compensation's entry: "$compensate:<step name>"
+PATCH_PREFIX = "$patch:"  # a patch marker's entry: "$patch:<patch id>"
 
 
 def timestamp(value: datetime | None) -> str | None:
