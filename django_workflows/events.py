@@ -34,6 +34,7 @@ EVENT_TYPES = (
     "journal-large",
     "value-set",
     "workflow-retried",
+    "workflow-forked",
     "workflow-deleted",
     "custom-status",
     "child-started",

@@ -8,7 +8,7 @@ from typing import Any
 from .. import errors
 from ..jsonvalues import check_value, dumps, storable_text
 
-ENGINE_KINDS = ("compensation", "retry")
+ENGINE_KINDS = ("compensation", "retry", "fork")
 """Entries the engine writes on its own; the replay check ignores them."""
 
 COMPLETED = "completed"
@@ -18,6 +18,9 @@ FAILED = "failed"
 CANCELLED = "cancelled"
 
 COMPENSATION_PREFIX = "$compensate:"  # a compensation's entry: "$compensate:<step name>"
+# A fork's entry (django_workflows.fork()): the instance and step it was forked from, and
+# `key`, the id its steps' idempotency keys start with: the first instance of the line's.
+FORK_ENTRY = "$fork"
 
 
 def timestamp(value: datetime | None) -> str | None:
