@@ -34,13 +34,10 @@ FORKS_SHOWN = 20
 
 def journal_steps(row: WorkflowInstance) -> list[str]:
     """The names of the instance's steps, in journal order (the kind is stored plain)."""
-    documents = (
-        JournalEntry.objects.using(row._state.db)
-        .filter(instance_id=row.id)
-        .order_by("id")
-        .values_list("name", "document")
+    entries = JournalEntry.objects.using(row._state.db).filter(
+        instance_id=row.id, document__kind="step"
     )
-    return [name for name, doc in documents if isinstance(doc, dict) and doc.get("kind") == "step"]
+    return list(entries.order_by("id").values_list("name", flat=True))
 
 
 def fork_refusal(row: WorkflowInstance) -> str | None:

@@ -313,3 +313,33 @@ def test_a_fork_is_readable_with_a_codec(settings, shipping, workflow_clock, run
     status = wf.get_status(forked.id, journal=True)
     assert status.output["charged"] == 5 and status.output["tracking"] == "track-o-5"
     assert status.journal[0].result == {"charged": 5}
+
+
+def test_a_fork_from_a_gather_branch_reruns_that_branch(define, workflow_clock, runs):
+    @define("packing")
+    def packing(ctx, input):
+        def box(name):
+            def run(step):
+                runs[name] += 1
+                if name == "box-b" and runs[name] == 1:
+                    raise RuntimeError("bug")
+                return name
+
+            return lambda: ctx.step(name, run, retry=wf.Retry(attempts=1))
+
+        boxes = ctx.gather(box("box-a"), box("box-b"), box("box-c"))
+        return ctx.step("label", lambda step: "+".join(boxes))
+
+    wf.start("packing", None, id="packing-1")
+    wf.drain()
+    assert wf.get_status("packing-1").status == "failed"
+    before = dict(runs)
+    forked = wf.fork("packing-1", from_step="box-b")
+    copied = set(JournalEntry.objects.filter(instance_id=forked.id).values_list("name", flat=True))
+    assert "box-b" not in copied and "label" not in copied
+    wf.drain()
+    assert wf.get_status(forked.id).output == "box-a+box-b+box-c"
+    assert runs["box-b"] == before["box-b"] + 1
+    # A sibling branch's step ran again only when it was first written after box-b.
+    for name in ("box-a", "box-c"):
+        assert runs[name] == before[name] + (name not in copied)
