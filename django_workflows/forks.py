@@ -48,6 +48,7 @@ from .scope import running_step
 from .store import forks as store_forks
 from .store import instances as store
 from .store import payloads
+from .store.deadlocks import retries_deadlocks
 from .store.values import to_json
 
 UNSET: Any = object()
@@ -120,23 +121,28 @@ def fork(
     )
     instance = _instance(definition, row, fork_id, value, now, using)
     payloads.encode_instance(instance)
-    with transaction.atomic(using=using, savepoint=False):
-        stored, created = store_forks.create_fork(using, instance, copied, signals, now=now)
-        if created:
-            wake_on_commit(using)
-            transaction.on_commit(
-                lambda: emit(
-                    "workflow-forked",
-                    id=fork_id,
-                    workflow=definition.name,
-                    version=definition.version,
-                    at=now,
-                    forked_from=id,
-                    from_step=from_step,
-                    copied=len(copied) - 1,
-                ),
-                using=using,
-            )
+    announce = {"forked_from": id, "from_step": from_step, "copied": len(copied) - 1}
+
+    @retries_deadlocks
+    def create(using: str) -> tuple[WorkflowInstance, bool]:
+        with transaction.atomic(using=using, savepoint=False):
+            stored, created = store_forks.create_fork(using, instance, copied, signals, now=now)
+            if created:
+                wake_on_commit(using)
+                transaction.on_commit(
+                    lambda: emit(
+                        "workflow-forked",
+                        id=fork_id,
+                        workflow=definition.name,
+                        version=definition.version,
+                        at=now,
+                        **announce,
+                    ),
+                    using=using,
+                )
+            return stored, created
+
+    stored, created = create(using)
     if not created:
         _check_same(using, stored, id, from_step, value, repeated=step is not None)
     return StartResult(stored.id, stored.workflow, stored.version, created, Status(stored.status))
