@@ -35,6 +35,7 @@ EVENT_TYPES = (
     "value-set",
     "patch-marked",
     "workflow-retried",
+    "workflow-forked",
     "workflow-deleted",
     "custom-status",
     "child-started",

@@ -45,15 +45,16 @@ from .display import (
     pretty_json,
     status_badge,
 )
+from .forks import ForkAdmin, fork_refusal
 from .timeline import build_timeline, journal_row
 
 CHILDREN_SHOWN = 100
 
 # The actions, offered on the changelist and as buttons on the change page.
-ACTIONS = ("cancel", "terminate", "retry", "resume", "delete", "force_delete")
+ACTIONS = ("cancel", "terminate", "retry", "resume", "fork", "delete", "force_delete")
 
 
-class WorkflowInstanceAdmin(ReadOnlyAdmin):
+class WorkflowInstanceAdmin(ForkAdmin, ReadOnlyAdmin):
     list_display = (
         "id",
         "status_badge",
@@ -95,6 +96,7 @@ class WorkflowInstanceAdmin(ReadOnlyAdmin):
                     "parent_link",
                     ("schedule_link", "scheduled_at"),
                     "children",
+                    ("forked_from_link", "forks_list"),
                 )
             },
         ),
@@ -128,6 +130,8 @@ class WorkflowInstanceAdmin(ReadOnlyAdmin):
         "schedule_link",
         "scheduled_at",
         "children",
+        "forked_from_link",
+        "forks_list",
         "waits_list",
         "input_json",
         "output_json",
@@ -317,6 +321,7 @@ class WorkflowInstanceAdmin(ReadOnlyAdmin):
             ),
             "retry": ("Retry", self.has_retry_permission, retry_refusal),
             "resume": ("Resume", self.has_resume_permission, resume_refusal),
+            "fork": ("Rerun from a step", self.has_fork_permission, fork_refusal),
             "delete": ("Delete", self.has_workflow_delete_permission, delete_refusal),
             "force_delete": ("Force delete", self.has_workflow_delete_permission, force_refusal),
         }

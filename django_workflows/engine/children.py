@@ -26,6 +26,7 @@ from .waits import SignalCondition, Waitable, wait
 if TYPE_CHECKING:
     from .runtime import Runtime
 
+CHILD_PREFIX = "$child:"  # a child's start's entry: "$child:<id>"
 CHILD_SIGNAL = "$child"  # the signal a child's final write records for its parent, keyed by its id
 PARENT_CLOSE = ("cancel", "terminate", "abandon")
 # A derived child id keeps this much of its parent's id: with "/", 32 hex digits and "#" that
@@ -97,10 +98,11 @@ def start_child(
     if id is None:
         id = _default_id(x, definition.name)
     instances.check_key("The child's id", id, x.using)
-    name = f"$child:{id}"
+    name = f"{CHILD_PREFIX}{id}"
     position, entry = x.enter(name, "child")
     if entry is not None and entry["status"] == journal.COMPLETED:
-        return ChildHandle(id, entry["result"]["workflow"], x)
+        # The journaled child: in a fork, the original's (its entry renamed to the fork's id).
+        return ChildHandle(entry["result"].get("id", id), entry["result"]["workflow"], x)
     x.check_interrupts(name, entry)
     value = x.to_json(input, f'The input of child workflow "{definition.name}"')
     inherited = priority if priority is not None else (x.instance.priority or None)
@@ -153,10 +155,10 @@ def _default_id(x: Runtime, workflow: str) -> str:
         if not path:  # not in a gather branch: the count is the same in every run
             return default_child_id(parent, workflow, number)
         position = (*path, x._counters.get(path, 0))  # the one enter() gives this call
-        started = {
-            doc["result"]["id"]: doc.get("pos")
+        started = {  # by the id in the entry's name: a fork's copied entries are renamed
+            name[len(CHILD_PREFIX) :]: doc.get("pos")
             for name, doc in x.journal.items()
-            if name.startswith("$child:")
+            if name.startswith(CHILD_PREFIX)
             and doc.get("kind") == "child"
             and isinstance(doc.get("result"), dict)
         }

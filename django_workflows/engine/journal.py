@@ -9,8 +9,9 @@ from .. import errors
 from ..jsonvalues import check_value, dumps, storable_text
 
 PATCH = "patch"  # a ctx.patched() marker's kind
+FORK = "fork"  # the entry a fork starts with
 
-ENGINE_KINDS = ("compensation", "retry", PATCH)
+ENGINE_KINDS = ("compensation", "retry", PATCH, FORK)
 """Entries the replay check ignores: those the engine writes on its own, and patch markers,
 which code whose guard was removed no longer reaches."""
 
@@ -22,6 +23,9 @@ CANCELLED = "cancelled"
 
 COMPENSATION_PREFIX = "$compensate:"  # a compensation's entry: "$compensate:<step name>"
 PATCH_PREFIX = "$patch:"  # a patch marker's entry: "$patch:<patch id>"
+# A fork's entry (django_workflows.fork()): the instance and step it was forked from, and
+# `key`, the id its steps' idempotency keys start with: the first instance of the line's.
+FORK_ENTRY = "$fork"
 
 
 def timestamp(value: datetime | None) -> str | None:

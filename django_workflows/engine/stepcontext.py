@@ -11,6 +11,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from ..models import KEY_LENGTH
+from .journal import FORK_ENTRY
 
 if TYPE_CHECKING:
     from .runtime import Runtime
@@ -31,7 +32,11 @@ class StepContext:
         self._execution = execution
         self._name = name
         self._entry_name = entry_name
-        self.idempotency_key = f"{execution.instance.id}:{entry_name}"
+        # A fork's steps keep the original's keys: a re-run step repeats no effect its
+        # original did (a charge) where the other side honours the key.
+        forked = execution.journal.get(FORK_ENTRY)
+        key = execution.instance.id if forked is None else forked["key"]
+        self.idempotency_key = f"{key}:{entry_name}"
         self.attempt = attempt
         self.progress = progress
         self.reason = reason

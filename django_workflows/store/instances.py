@@ -285,8 +285,9 @@ def _decoded(claim: Claim) -> Claim:
 def _journals(
     using: str, claimed: list[WorkflowInstance]
 ) -> dict[str, list[tuple[str, dict[str, Any]]]]:
-    """The journals of the claimed instances that ran before (a first execution has none)."""
-    resumed = [instance.pk for instance in claimed if instance.runs > 1]
+    """The journals of the claimed instances that ran before, or were forked with one (any
+    other first execution has none)."""
+    resumed = [instance.pk for instance in claimed if instance.runs > 1 or instance.forked_from]
     journals: dict[str, list[tuple[str, dict[str, Any]]]] = {}
     if resumed:
         rows = JournalEntry.objects.using(using).filter(instance_id__in=resumed).order_by("id")

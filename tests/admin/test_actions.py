@@ -102,7 +102,16 @@ def test_force_delete_deletes_unfinished_instances_too(admin_client, instances):
 def test_django_bulk_delete_is_not_offered(admin_client, instances):
     response = admin_client.get(CHANGELIST)
     offered = [name for name, _ in response.context["action_form"].fields["action"].choices]
-    assert offered == ["", "cancel", "terminate", "retry", "resume", "delete", "force_delete"]
+    assert offered == [
+        "",
+        "cancel",
+        "terminate",
+        "retry",
+        "resume",
+        "fork",
+        "delete",
+        "force_delete",
+    ]
 
 
 def test_a_staff_user_without_the_retry_permission_is_not_offered_retry(support_client, instances):
@@ -138,6 +147,7 @@ def test_the_change_page_offers_the_actions_that_apply_as_buttons(admin_client, 
     page = admin_client.get(url)
     assert [b["name"] for b in page.context["workflow_actions"]] == [
         "retry",
+        "fork",
         "delete",
         "force_delete",
     ]
