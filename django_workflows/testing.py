@@ -95,6 +95,11 @@ def replay(journal_or_instance_id: Any, workflow: Any = None) -> None:
     from .registry import registry
     from .replaycheck import replay_journal
 
+    if workflow is not None and not isinstance(workflow, Workflow | str):
+        raise TypeError(
+            f"replay()'s workflow must be a @workflow definition or a workflow's name, not "
+            f"{type(workflow).__name__}."
+        )
     if isinstance(journal_or_instance_id, os.PathLike):
         document: Any = _parsed(Path(journal_or_instance_id).read_text(encoding="utf-8"))
     elif isinstance(journal_or_instance_id, str):
@@ -110,11 +115,6 @@ def replay(journal_or_instance_id: Any, workflow: Any = None) -> None:
             f"instance id, not {type(journal_or_instance_id).__name__}."
         )
     instance, entries = read_export(document)
-    if workflow is not None and not isinstance(workflow, Workflow | str):
-        raise TypeError(
-            f"replay()'s workflow must be a @workflow definition or a workflow's name, not "
-            f"{type(workflow).__name__}."
-        )
     # A definition is replayed as given, registered or not; a name is the registry's.
     definition = registry.resolve(workflow) if isinstance(workflow, str) else workflow
     mismatch = replay_journal(instance, entries, definition)

@@ -212,9 +212,8 @@ def test_a_finished_instance_whose_code_returns_before_its_journal_ends_is_repor
     deploy("order", returns_early)
     status, lines = check("--include-finished", "1")
     assert status == 1
-    assert '"charge", "cool-off", "ship" were journaled by an earlier run but not reached' in (
-        lines[0]
-    )
+    expected = '"charge", "cool-off", "ship" were journaled by an earlier run but not reached'
+    assert expected in lines[0]
 
 
 def test_an_instance_whose_version_is_not_registered_is_reported(parked):
@@ -231,7 +230,9 @@ def test_a_failed_step_raises_again_and_a_compensating_instance_is_checked(
         raise RuntimeError("the refund service is down")
 
     def fails(ctx, input):
-        ctx.step("reserve", effect("reserve"), compensate=undo, compensate_retry=wf.Retry(attempts=3))
+        ctx.step(
+            "reserve", effect("reserve"), compensate=undo, compensate_retry=wf.Retry(attempts=3)
+        )
         ctx.step("charge", lambda step: 1 / 0, retry=wf.Retry(attempts=1))
         ctx.step("ship", effect("ship"))
 

@@ -47,9 +47,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         if not options["replay"]:
             if any(options[o] is not None for o in ("workflow", "include_finished", "limit")):
-                raise CommandError(
-                    "--workflow, --include-finished and --limit go with --replay."
-                )
+                raise CommandError("--workflow, --include-finished and --limit go with --replay.")
             self.check(
                 app_configs=[apps.get_app_config("django_workflows")], display_num_errors=True
             )
