@@ -121,12 +121,14 @@ def dry_replay(
     A workflow that returns or raises before the frontier is a mismatch only if it left
     entries unreached. Raises what is not the workflow's: a KeyboardInterrupt, a SystemExit."""
     x = DryReplay(instance, definition, journal_entries, using=using)
+    stopped = "returned"
     try:
         definition.run(WorkflowContext(x), copy.deepcopy(instance.input))
     except errors.WorkflowInterrupt:
-        pass  # the frontier, or another stop of the engine's (a continue-as-new): the end
-    except Exception:  # noqa: S110 - the workflow raising after its journal is no mismatch
-        pass
+        # The frontier, or another stop of the engine's (a continue-as-new): the end.
+        stopped = "reached an operation with no entry, or one that would wait"
+    except Exception as error:  # raising after the journal's end is no mismatch
+        stopped = f"raised {type(error).__name__}: {error}"
     finally:
         x.forget_interrupt()
     if x.definition_error is not None:
@@ -141,7 +143,7 @@ def dry_replay(
         names = ", ".join(f'"{name}"' for name in unreached)
         return x._mismatch(
             f"{names} {'was' if len(unreached) == 1 else 'were'} journaled by an earlier run but "
-            f"not reached before the code stopped (it returned, raised, or reached an operation "
-            f"with no entry). A deployed change renamed, removed or reordered them."
+            f"not reached: the code {stopped} first. A deployed change renamed, removed or "
+            f"reordered them, or the code no longer takes what they returned."
         )
     return x.moved

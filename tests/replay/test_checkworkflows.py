@@ -212,8 +212,24 @@ def test_a_finished_instance_whose_code_returns_before_its_journal_ends_is_repor
     deploy("order", returns_early)
     status, lines = check("--include-finished", "1")
     assert status == 1
-    expected = '"charge", "cool-off", "ship" were journaled by an earlier run but not reached'
+    expected = (
+        '"charge", "cool-off", "ship" were journaled by an earlier run but not reached: the '
+        "code returned first."
+    )
     assert expected in lines[0]
+
+
+def test_code_that_no_longer_takes_a_journaled_result_is_reported(parked, deploy):
+    def expects_a_dict(ctx, input):
+        reservation = ctx.step("reserve", effect("reserve"))
+        ctx.step("charge", effect("charge"), retry={"attempts": reservation["attempts"]})
+        ctx.sleep("cool-off", "1h")
+
+    deploy("order", expects_a_dict)
+    status, lines = check()
+    assert (status, named(lines)) == (1, ["order-1", "order-2"])
+    assert '"charge", "cool-off" were journaled' in lines[0]
+    assert "the code raised TypeError: string indices must be integers" in lines[0]
 
 
 def test_an_instance_whose_version_is_not_registered_is_reported(parked):

@@ -9,14 +9,15 @@ from typing import Any
 from django.apps import apps
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from ...conf import database_alias
 from ...errors import WorkflowNotFoundError
 from ...replaycheck import check_instances
 
 
 class Command(BaseCommand):
     help = (
-        "Without --replay: run the django_workflows system checks (settings, codecs, limits) "
-        "and exit non-zero on an error. With --replay: replay the journal of every unfinished "
+        "Without --replay: run the django_workflows system checks (settings, codecs, limits, "
+        "and those that query its database) and exit non-zero on an error. With --replay: replay the journal of every unfinished "
         "workflow instance against the code registered in this deployment, without running a "
         "step or writing anything; print one line per instance whose code no longer matches "
         "its journal (a step renamed, removed, reordered or of another kind; a version that is "
@@ -49,7 +50,9 @@ class Command(BaseCommand):
             if any(options[o] is not None for o in ("workflow", "include_finished", "limit")):
                 raise CommandError("--workflow, --include-finished and --limit go with --replay.")
             self.check(
-                app_configs=[apps.get_app_config("django_workflows")], display_num_errors=True
+                app_configs=[apps.get_app_config("django_workflows")],
+                databases=[database_alias(options["database"])],
+                display_num_errors=True,
             )
             return
         checked = mismatched = 0
