@@ -20,8 +20,6 @@ from django_workflows.testing import replay
 
 from .conftest import effect, order_v1, ran, rows
 
-pytestmark = pytest.mark.django_db
-
 ROOT = Path(__file__).resolve().parents[2]
 KEY = "dGVzdHMtb25seS1rZXktMzItYnl0ZXMtbG9uZy4uLi4="
 
@@ -38,6 +36,7 @@ def renamed(ctx, input):
     ctx.sleep("cool-off", "1h")
 
 
+@pytest.mark.django_db
 def test_the_export_holds_the_instance_and_its_journal_in_order(parked):
     document = export("order-1")
     assert document["format"] == "django-workflows-export"
@@ -54,6 +53,7 @@ def test_the_export_holds_the_instance_and_its_journal_in_order(parked):
     assert document["journal"][2]["document"]["kind"] == "sleep"
 
 
+@pytest.mark.django_db
 def test_output_writes_the_export_to_a_file(parked, tmp_path):
     target = tmp_path / "order-1.json"
     out = io.StringIO()
@@ -62,11 +62,13 @@ def test_output_writes_the_export_to_a_file(parked, tmp_path):
     assert json.loads(target.read_text()) == export("order-1")
 
 
+@pytest.mark.django_db
 def test_an_unknown_id_is_a_command_error(parked):
     with pytest.raises(CommandError, match="No workflow instance 'nope'"):
         call_command("exportworkflow", "nope", stdout=io.StringIO())
 
 
+@pytest.mark.django_db
 def test_the_round_trip_passes_on_the_same_code_and_raises_on_a_renamed_step(
     parked, deploy, tmp_path
 ):
@@ -81,6 +83,7 @@ def test_the_round_trip_passes_on_the_same_code_and_raises_on_a_renamed_step(
     assert not ran
 
 
+@pytest.mark.django_db
 def test_replay_takes_the_dict_its_json_text_or_an_instance_id(parked, deploy):
     document = export("order-2")
     text = json.dumps(document)
@@ -92,6 +95,7 @@ def test_replay_takes_the_dict_its_json_text_or_an_instance_id(parked, deploy):
             replay(given)
 
 
+@pytest.mark.django_db
 def test_replay_against_a_new_versions_code(parked, define):
     document = export("order-1")
 
@@ -116,6 +120,7 @@ def test_replay_against_a_new_versions_code(parked, define):
     assert not ran
 
 
+@pytest.mark.django_db
 def test_bad_input_is_refused_clearly(parked):
     document = export("order-1")
     with pytest.raises(TypeError, match="replay\\(\\) takes an export"):
@@ -142,6 +147,7 @@ def test_bad_input_is_refused_clearly(parked):
         replay(document, workflow="no-such-workflow")
 
 
+@pytest.mark.django_db
 def test_with_a_codec_the_export_holds_the_payloads_in_clear(define, settings, workflow_clock):
     if not getattr(settings, "DJANGO_WORKFLOWS", {}).get("CODEC"):
         settings.DJANGO_WORKFLOWS = {
@@ -162,6 +168,7 @@ def test_with_a_codec_the_export_holds_the_payloads_in_clear(define, settings, w
     assert call.getvalue().strip() == "Replayed 1 instance(s): all match this code."
 
 
+@pytest.mark.django_db
 def test_a_gather_a_child_and_journaled_values_replay_without_running_anything(
     define, workflow_clock
 ):
@@ -221,3 +228,53 @@ def test_the_testing_module_imports_without_django_set_up():
         timeout=60,
     )
     assert (finished.returncode, finished.stdout.strip()) == (0, "replay"), finished.stderr
+
+
+def test_an_export_replays_without_the_database(define):
+    # No django_db mark: any query would fail the test.
+    def statusful(ctx, input):
+        ctx.set_status({"stage": "reserving"})
+        ctx.step("reserve", effect("reserve"))
+        ctx.set_value("stage", input["stage"])
+        ctx.sleep("cool-off", "1h")
+
+    defined = define("statusful")(statusful)
+    document = {
+        "format": "django-workflows-export",
+        "format_version": 1,
+        "id": "handmade",
+        "workflow": "statusful",
+        "version": 1,
+        "input": {"stage": "reserved"},
+        "created_at": "2026-01-01T00:00:00+00:00",
+        "journal": [
+            {
+                "name": "reserve",
+                "document": {"kind": "step", "status": "completed", "result": 1, "pos": [0]},
+            },
+            {
+                "name": "$value:1",
+                "document": {
+                    "kind": "value",
+                    "status": "completed",
+                    "name": "stage",
+                    "result": "reserved",
+                    "pos": [1],
+                },
+            },
+            {
+                "name": "cool-off",
+                "document": {
+                    "kind": "sleep",
+                    "status": "pending",
+                    "wake_at": "2026-01-01T01:00:00+00:00",
+                    "pos": [2],
+                },
+            },
+        ],
+    }
+    assert replay(document, workflow=defined) is None
+    document["journal"][0]["name"] = "reserve-stock"
+    with pytest.raises(wf.WorkflowNonDeterminismError, match='"reserve-stock"'):
+        replay(document)
+    assert not ran
