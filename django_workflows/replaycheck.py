@@ -19,10 +19,14 @@ from .engine.dryrun import dry_replay
 from .errors import WorkflowNonDeterminismError, WorkflowNotFoundError
 from .models import WorkflowInstance
 from .registry import registry
-from .store.snapshots import snapshots
+from .store.snapshots import Snapshot, snapshots
 
 BATCH_SIZE = 200
 """Instances (with their journals) read at a time."""
+
+
+class NotMigrated(Exception):  # noqa: N818 - says what the database is
+    """The django_workflows migrations are not all applied to the database to read."""
 
 
 @dataclass(frozen=True)
@@ -68,7 +72,7 @@ def replay_journal(
 
 
 def check_tables(using: str) -> None:
-    """Raise LookupError naming the database and what to run when the django_workflows
+    """Raise NotMigrated, naming the database and what to run, when the django_workflows
     migrations are not all applied there (the tables to read may be missing)."""
     executor = MigrationExecutor(connections[using])
     targets = [key for key in executor.loader.graph.leaf_nodes() if key[0] == "django_workflows"]
@@ -76,7 +80,7 @@ def check_tables(using: str) -> None:
         m.name for m, _ in executor.migration_plan(targets) if m.app_label == "django_workflows"
     ]
     if pending:
-        raise LookupError(
+        raise NotMigrated(
             f"The django_workflows tables on database {using!r} are missing or behind this "
             f"code: {len(pending)} migration(s) not applied ({', '.join(pending)}). Run "
             f"`manage.py migrate django_workflows --database {using}` first (in CI, after "
@@ -97,8 +101,8 @@ def check_instances(
     most `limit`, in id order: one Checked each, read and replayed `batch_size` at a time.
 
     Raises TypeError or ValueError for a bad argument, WorkflowNotFoundError for a `workflow`
-    this deployment does not register, LookupError when the tables are not migrated; all
-    before anything is read."""
+    this deployment does not register, NotMigrated when the tables are not migrated: at the
+    call, before anything is read."""
     if workflow is not None:
         if not isinstance(workflow, str) or not workflow:
             raise TypeError(f"workflow must be a workflow's name, not {workflow!r}.")
@@ -119,9 +123,15 @@ def check_instances(
         raise ValueError(f"batch_size must be 1 or more, not {batch_size!r}.")
     using = database_alias(using)
     check_tables(using)
-    found = snapshots(
-        using, finished_since=since, workflow=workflow, limit=limit, batch_size=batch_size
+    return _replayed(
+        snapshots(
+            using, finished_since=since, workflow=workflow, limit=limit, batch_size=batch_size
+        ),
+        using,
     )
+
+
+def _replayed(found: Iterator[Snapshot], using: str) -> Iterator[Checked]:
     for stored in found:
         instance = stored.instance
         problem: str | None

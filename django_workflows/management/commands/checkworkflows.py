@@ -11,7 +11,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ...conf import database_alias
 from ...errors import WorkflowNotFoundError
-from ...replaycheck import check_instances
+from ...replaycheck import NotMigrated, check_instances
 
 
 class Command(BaseCommand):
@@ -55,20 +55,21 @@ class Command(BaseCommand):
                 display_num_errors=True,
             )
             return
-        checked = mismatched = 0
         try:
-            for outcome in check_instances(
+            outcomes = check_instances(
                 workflow=options["workflow"],
                 include_finished=options["include_finished"],
                 limit=options["limit"],
                 using=options["database"],
-            ):
-                checked += 1
-                if outcome.problem is not None:
-                    mismatched += 1
-                    self.stdout.write(outcome.line())
-        except (TypeError, ValueError, LookupError, WorkflowNotFoundError) as error:
+            )
+        except (TypeError, ValueError, NotMigrated, WorkflowNotFoundError) as error:
             raise CommandError(str(error)) from None
+        checked = mismatched = 0
+        for outcome in outcomes:
+            checked += 1
+            if outcome.problem is not None:
+                mismatched += 1
+                self.stdout.write(outcome.line())
         if mismatched:
             self.stdout.write(
                 f"Replayed {checked} instance(s): {mismatched} do not match this code."

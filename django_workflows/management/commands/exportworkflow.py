@@ -9,8 +9,10 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from ...conf import database_alias
 from ...errors import WorkflowNotFoundError, WorkflowPayloadError
 from ...exports import export_instance
+from ...replaycheck import NotMigrated, check_tables
 
 
 class Command(BaseCommand):
@@ -29,8 +31,9 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
+            check_tables(database_alias(options["database"]))
             document = export_instance(options["id"], using=options["database"])
-        except (WorkflowNotFoundError, WorkflowPayloadError) as error:
+        except (NotMigrated, WorkflowNotFoundError, WorkflowPayloadError) as error:
             raise CommandError(str(error)) from None
         text = json.dumps(document, indent=2, ensure_ascii=False)
         if options["output"]:
