@@ -1,14 +1,19 @@
-"""Testing helpers: a manual clock, use_clock(), and the pytest plugin's workflow_clock fixture.
+"""Testing helpers: a manual clock, use_clock(), the pytest plugin's workflow_clock fixture, and
+replay(), the dry replay of one journal against workflow code.
 
-This module is a pytest plugin (the `pytest11` entry point): it must import without Django set up.
+This module is a pytest plugin (the `pytest11` entry point): it must import without Django set up,
+so replay() imports what needs Django when it is called.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import threading
 from collections.abc import Iterator
 from contextlib import ContextDecorator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from . import clock as engine_clock
@@ -19,7 +24,7 @@ try:
 except ImportError:  # pragma: no cover - pytest is only needed for the fixture
     pytest = None  # type: ignore[assignment]
 
-__all__ = ["ManualClock", "use_clock"]
+__all__ = ["ManualClock", "replay", "use_clock"]
 
 
 class ManualClock:
@@ -66,6 +71,62 @@ class use_clock(ContextDecorator):  # noqa: N801 - used like a function
 
     def __exit__(self, *exc: object) -> None:
         engine_clock.set_override(None)
+
+
+def replay(journal_or_instance_id: Any, workflow: Any = None) -> None:
+    """Replay one journal against workflow code without running a step or writing anything, as
+    `manage.py checkworkflows --replay` does for every stored instance.
+
+    `journal_or_instance_id` is an export of `manage.py exportworkflow`: its dict, its JSON text
+    (a string starting with "{"), or the path of its file (a `pathlib.Path` or another
+    `os.PathLike`); any other string is the id of an instance stored in the database. `workflow`
+    is the code to replay against: a @workflow definition, or a workflow's name (its highest
+    registered version); by default the registered definition of the instance's
+    workflow@version.
+
+    Returns None when the code reaches the journal in order. Raises WorkflowNonDeterminismError
+    for the first mismatch (a step renamed, removed, reordered or reached as another kind);
+    WorkflowNotFoundError for an unknown instance id or a workflow that is not registered;
+    TypeError for an argument of another type; ValueError for text or a file that is not an
+    export; WorkflowPayloadError when the codec cannot read a stored instance.
+    """
+    from .definitions import Workflow
+    from .exports import export_instance, read_export
+    from .registry import registry
+    from .replaycheck import replay_journal
+
+    if workflow is not None and not isinstance(workflow, Workflow | str):
+        raise TypeError(
+            f"replay()'s workflow must be a @workflow definition or a workflow's name, not "
+            f"{type(workflow).__name__}."
+        )
+    if isinstance(journal_or_instance_id, os.PathLike):
+        document: Any = _parsed(Path(journal_or_instance_id).read_text(encoding="utf-8"))
+    elif isinstance(journal_or_instance_id, str):
+        if journal_or_instance_id.lstrip().startswith("{"):
+            document = _parsed(journal_or_instance_id)
+        else:
+            document = export_instance(journal_or_instance_id)
+    elif isinstance(journal_or_instance_id, dict):
+        document = journal_or_instance_id
+    else:
+        raise TypeError(
+            "replay() takes an export (a dict, its JSON text or a path to its file) or an "
+            f"instance id, not {type(journal_or_instance_id).__name__}."
+        )
+    instance, entries = read_export(document)
+    # A definition is replayed as given, registered or not; a name is the registry's.
+    definition = registry.resolve(workflow) if isinstance(workflow, str) else workflow
+    mismatch = replay_journal(instance, entries, definition)
+    if mismatch is not None:
+        raise mismatch
+
+
+def _parsed(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"The export is not valid JSON: {error}.") from None
 
 
 if pytest is not None:

@@ -1,0 +1,155 @@
+"""The dry replay: a stored instance's journal run through workflow code without a side effect
+or a write, to tell whether that code still reaches the journal in order (checkworkflows
+--replay, testing.replay()).
+
+Steps return their journaled results (a failed one raises again), sleeps, waits, children and
+values replay their entries; the replay stops at the journal's frontier: the first operation
+with no entry, or one that would have to wait. There it runs the check a worker runs before a
+new step (`Replay.check_replay`). It also compares each replayed entry's position with the one
+journaled, which a worker does not: a worker finds entries by name, so two completed steps
+swapped replay without a word, each returning a result made before the other had run.
+"""
+
+from __future__ import annotations
+
+import copy
+from datetime import timedelta
+from typing import Any
+
+from .. import errors
+from ..definitions import Workflow
+from ..models import WorkflowInstance
+from ..store import instances as store
+from ..store.values import to_json
+from . import journal
+from .context import WorkflowContext
+from .interrupts import ReplayEnd
+from .runtime import Runtime
+
+__all__ = ["DryReplay", "dry_replay"]
+
+
+class DryReplay(Runtime):
+    """An execution that only replays: it holds no lease and never writes. Whatever would
+    write, read signals or run a step's function first reaches the frontier (ReplayEnd)."""
+
+    def __init__(
+        self,
+        instance: WorkflowInstance,
+        definition: Workflow,
+        journal_entries: list[tuple[str, dict[str, Any]]],
+        *,
+        using: str,
+    ):
+        super().__init__(
+            instance,
+            definition,
+            using=using,
+            token="",
+            last_signal_id=instance.signal_cursor,
+            lease_duration=timedelta(minutes=1),
+            journal_entries=list(journal_entries),
+        )
+        self.replay_only = True  # values.py and stops.py stop at the frontier on their own
+        self.moved: errors.WorkflowNonDeterminismError | None = None  # the first reordered entry
+
+    def enter(self, name: str, kind: str) -> tuple[tuple[int, ...], dict[str, Any] | None]:
+        """Replay.enter(), noting where this thread is (for the check at the frontier) and the
+        first entry reached at another position than it was journaled at."""
+        position, entry = super().enter(name, kind)
+        self._local.entered = (name, position)
+        recorded = entry.get("pos") if entry is not None else None
+        if recorded is not None and list(recorded) != list(position):
+            with self._lock:
+                if self.moved is None:
+                    self.moved = self._mismatch(
+                        f'"{name}" was journaled at position {_place(recorded)} and is now '
+                        f"reached at {_place(position)}: a deployed change reordered the "
+                        f"operations before it, or added or removed one there."
+                    )
+        return position, entry
+
+    def check_interrupts(self, name: str | None, entry: dict[str, Any] | None) -> None:
+        """The frontier: run the worker's check before a new step, then stop."""
+        if self.definition_error is not None:
+            raise self.definition_error
+        if name is not None:
+            entered = getattr(self._local, "entered", None)
+            position = entered[1] if entered and entered[0] == name else self._path()
+            self.check_replay(name, position)
+        raise self.interrupted(ReplayEnd())
+
+    def write(self, **kwargs: Any) -> store.LeaseFlags:
+        """Never a write: what would write is past the frontier."""
+        raise self.interrupted(ReplayEnd())
+
+    def to_json(self, value: Any, what: str) -> Any:
+        """`value` in its JSON form, without the database's size check: nothing is stored, and
+        an export replays without a database."""
+        return to_json(value, what)
+
+    def signals(self, name: str, key: str | None) -> list[Any]:
+        """Never a read of signals: a wait that would read them is the frontier."""
+        raise self.interrupted(ReplayEnd())
+
+    def unreached(self) -> list[str]:
+        """The journal's entries that the replay did not reach (the engine's own left out)."""
+        with self._lock:
+            return [
+                name
+                for name, doc in self.journal.items()
+                if name not in self.reached and doc.get("kind") not in journal.ENGINE_KINDS
+            ]
+
+    def _mismatch(self, what: str) -> errors.WorkflowNonDeterminismError:
+        return errors.WorkflowNonDeterminismError(
+            f'Instance "{self.instance.id}" of workflow "{self.instance.workflow}@'
+            f'{self.instance.version}" does not match its journal: {what}'
+        )
+
+
+def _place(position: Any) -> str:
+    return ".".join(str(part) for part in position) or "-"
+
+
+def dry_replay(
+    instance: WorkflowInstance,
+    definition: Workflow,
+    journal_entries: list[tuple[str, dict[str, Any]]],
+    *,
+    using: str,
+) -> errors.WorkflowNonDeterminismError | None:
+    """Replay `journal_entries` (decoded, in first-write order) of `instance` through
+    `definition`'s code, running no step and writing nothing: None when the code reaches the
+    journal in order, else the first mismatch found (a step renamed, removed, reordered or
+    reached as another kind; a definition error the code raises on this journal).
+
+    A workflow that returns or raises before the frontier is a mismatch only if it left
+    entries unreached. Raises what is not the workflow's: a KeyboardInterrupt, a SystemExit."""
+    x = DryReplay(instance, definition, journal_entries, using=using)
+    stopped = "returned"
+    try:
+        definition.run(WorkflowContext(x), copy.deepcopy(instance.input))
+    except errors.WorkflowInterrupt:
+        # The frontier, or another stop of the engine's (a continue-as-new): the end.
+        stopped = "reached an operation with no entry, or one that would wait"
+    except Exception as error:  # raising after the journal's end is no mismatch
+        stopped = f"raised {type(error).__name__}: {error}"
+    finally:
+        x.forget_interrupt()
+    if x.definition_error is not None:
+        found = x.definition_error
+        if isinstance(found, errors.WorkflowNonDeterminismError):
+            return found
+        mismatch = x._mismatch(str(found))
+        mismatch.__cause__ = found
+        return mismatch
+    unreached = x.unreached()
+    if unreached:
+        names = ", ".join(f'"{name}"' for name in unreached)
+        return x._mismatch(
+            f"{names} {'was' if len(unreached) == 1 else 'were'} journaled by an earlier run but "
+            f"not reached: the code {stopped} first. A deployed change renamed, removed or "
+            f"reordered them, or the code no longer takes what they returned."
+        )
+    return x.moved
