@@ -7,7 +7,7 @@ What the fork copies, and what runs again (docs/how-to/rerun-from-a-step.md says
   JournalEntry.id), whose operation had ended: completed steps, and failed ones (a failure the
   workflow caught replays as before), sleeps that fired, waits with the signal or timeout they
   took, commit points, journaled values (`now()`, `random()`, `uuid()`, published values),
-  webhooks, children's starts and ends. `from_step` and everything after it run again.
+  webhooks, children's starts and ends, patch markers. `from_step` and everything after it run again.
 - Not copied: the compensations' own entries and retry() markers (the original's history,
   not the fork's), and what had not ended when `from_step` was first written (a step, sleep or
   wait of a gather branch still under way): those run again too.
