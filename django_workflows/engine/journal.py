@@ -8,8 +8,10 @@ from typing import Any
 from .. import errors
 from ..jsonvalues import check_value, dumps, storable_text
 
-ENGINE_KINDS = ("compensation", "retry")
+ENGINE_KINDS = ("compensation", "retry", "continued")
 """Entries the engine writes on its own; the replay check ignores them."""
+
+CONTINUED = "$continued"  # what a run started by ctx.continue_as_new() carries (continuation.py)
 
 COMPLETED = "completed"
 PENDING = "pending"
