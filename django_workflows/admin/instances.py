@@ -62,6 +62,7 @@ class WorkflowInstanceAdmin(ReadOnlyAdmin):
         "custom_status_short",
         "wake_at",
         "runs",
+        "generation",
         "updated_at",
     )
     list_filter = ("status", "workflow", "version", "schedule_id")
@@ -83,7 +84,7 @@ class WorkflowInstanceAdmin(ReadOnlyAdmin):
                     "custom_status_json",
                     ("created_at", "updated_at"),
                     ("wake_at", "deadline"),
-                    ("runs", "priority"),
+                    ("runs", "generation", "priority"),
                 )
             },
         ),
@@ -123,6 +124,7 @@ class WorkflowInstanceAdmin(ReadOnlyAdmin):
         "wake_at",
         "deadline",
         "runs",
+        "generation",
         "priority",
         "parent_link",
         "schedule_link",
