@@ -10,7 +10,7 @@ from datetime import timedelta
 import pytest
 
 import django_workflows as wf
-from django_workflows.errors import WorkflowDefinitionError, WorkflowNotFoundError
+from django_workflows.errors import WorkflowNotFoundError
 from django_workflows.models import JournalEntry, Wait, WorkflowInstance
 from tests.helpers import worker_thread
 
@@ -173,9 +173,7 @@ def test_waits_and_timers_go_with_the_run(define, workflow_clock):
 
     wf.start("waits-then-continues", {}, id="wtc")
     wf.drain()
-    assert list(Wait.objects.filter(instance_id="wtc").values_list("signal", flat=True)) == [
-        "ping"
-    ]
+    assert list(Wait.objects.filter(instance_id="wtc").values_list("signal", flat=True)) == ["ping"]
     wf.signal("ping", key="wtc")
     wf.drain()
     status = wf.get_status("wtc")
