@@ -424,3 +424,26 @@ def test_ten_thousand_steps_in_runs_of_a_hundred_never_pass_a_hundred_entries(de
     status = wf.get_status("long")
     assert status.generation == 99
     assert len(_journal("long")) == 100
+
+
+def test_a_continue_without_the_lease_writes_nothing(counter):
+    """The restart is fenced by the lease token like every write of an execution."""
+    from django_workflows import clock
+    from django_workflows.store import instances as store
+
+    wf.start("counts-up", {"n": 3}, id="fenced")
+    wf.drain()
+    before = _journal("fenced")
+    assert before == ["work-3", "go"]
+    now = clock.now()
+    write = store.InstanceWrite(
+        now=now,
+        changes={"status": "pending", "input": {"n": 1}, "generation": 1},
+        release=store.Release(now, [], 0, had_waits=True),
+        restart=True,
+    )
+    assert store.write("default", "fenced", "not-the-lease-token", write) is None
+    status = wf.get_status("fenced")
+    assert (status.generation, status.input, status.status) == (0, {"n": 3}, "suspended")
+    assert _journal("fenced") == before
+    assert [w.signal for w in status.waits] == ["go"]
