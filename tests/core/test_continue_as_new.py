@@ -447,3 +447,20 @@ def test_a_continue_without_the_lease_writes_nothing(counter):
     assert (status.generation, status.input, status.status) == (0, {"n": 3}, "suspended")
     assert _journal("fenced") == before
     assert [w.signal for w in status.waits] == ["go"]
+
+
+def test_the_runs_compensations_do_not_run(define):
+    undone: list[str] = []
+
+    @define("registers-compensations")
+    def run(ctx, input):
+        if ctx.generation == 0:
+            ctx.step("charge", lambda step: "ch_1", compensate=lambda r, step: undone.append(r))
+            ctx.continue_as_new()
+        return "second run"
+
+    wf.start("registers-compensations", {}, id="rc")
+    wf.drain()
+    assert wf.result("rc", timeout="5s") == "second run"
+    assert undone == []
+    assert _journal("rc") == []
