@@ -45,6 +45,7 @@ EVENT_TYPES = (
     "update-accepted",
     "update-rejected",
     "webhook-received",
+    "workflow-continued-as-new",
 )
 
 _WARNINGS = {"workflow-compensation-failed", "journal-large"}

@@ -257,4 +257,5 @@ def instance_status(
         journal=None if journal is None else [_journal_entry(n, d) for n, d in journal],
         children=children,
         values=values or {},
+        generation=row.generation,
     )

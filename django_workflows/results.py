@@ -84,6 +84,8 @@ class InstanceStatus:
     children: list[InstanceStatus] | None
     # The values published with ctx.set_value(): each name's latest value.
     values: dict[str, Any] = field(default_factory=dict)
+    # How often it continued as new (ctx.continue_as_new()): 0 for an instance that never did.
+    generation: int = 0
 
 
 @dataclass(frozen=True)

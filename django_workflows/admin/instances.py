@@ -63,6 +63,7 @@ class WorkflowInstanceAdmin(ForkAdmin, ReadOnlyAdmin):
         "custom_status_short",
         "wake_at",
         "runs",
+        "generation",
         "updated_at",
     )
     list_filter = ("status", "workflow", "version", "schedule_id")
@@ -84,7 +85,7 @@ class WorkflowInstanceAdmin(ForkAdmin, ReadOnlyAdmin):
                     "custom_status_json",
                     ("created_at", "updated_at"),
                     ("wake_at", "deadline"),
-                    ("runs", "priority"),
+                    ("runs", "generation", "priority"),
                 )
             },
         ),
@@ -125,6 +126,7 @@ class WorkflowInstanceAdmin(ForkAdmin, ReadOnlyAdmin):
         "wake_at",
         "deadline",
         "runs",
+        "generation",
         "priority",
         "parent_link",
         "schedule_link",

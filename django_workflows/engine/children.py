@@ -149,6 +149,8 @@ def _default_id(x: Runtime, workflow: str) -> str:
     child never takes a number a sibling branch journaled.
     """
     parent = x.instance.id
+    if x.instance.generation:  # a run after ctx.continue_as_new(): not the earlier runs' children
+        parent = f"{parent}~{x.instance.generation}"
     with x._lock:
         path = x._path()
         number = x.next_child_number(workflow)

@@ -17,6 +17,7 @@ from . import (
     approvals,
     children,
     compensations,
+    continuation,
     gather,
     journal,
     patches,
@@ -29,6 +30,7 @@ from . import (
     webhooks,
 )
 from .children import ChildHandle
+from .continuation import SAME
 from .interrupts import Suspend
 from .stepcontext import StepContext
 from .waits import SignalCondition, TimerCondition
@@ -48,6 +50,8 @@ class WorkflowContext:
         self.workflow: str = instance.workflow
         self.version: int = instance.version
         self.run: int = instance.runs
+        # How often the instance continued as new before this run (ctx.continue_as_new()).
+        self.generation: int = instance.generation
         self.schedule: ScheduleOccurrence | None = (
             ScheduleOccurrence(instance.schedule_id, instance.scheduled_at)
             if instance.schedule_id and instance.scheduled_at
@@ -214,6 +218,11 @@ class WorkflowContext:
     def fail(self, message: str) -> None:
         """Fail the instance: its compensations run and it ends `failed` with WorkflowFailedError."""
         self._x.fail(message)
+
+    def continue_as_new(self, input: Any = SAME, *, version: int | str | None = None) -> None:
+        """End this run and start the instance over with `input` (default: this run's), same
+        id, an empty journal; `version` None keeps it, "latest" or an int picks one. Never returns."""
+        continuation.continue_as_new(self._x, input, version)
 
     def set_value(self, name: str, value: Any) -> None:
         """Publish `value` (JSON, at most 64 KiB) as the value `name`, written at once; the

@@ -12,10 +12,11 @@ from .. import clock, errors, wakeups
 from ..models import Status, WorkflowInstance
 from ..store import instances as store
 from ..store import schedules as schedules_store
-from . import children, compensations, journal
+from . import children, compensations, continuation, journal
 from .context import WorkflowContext
 from .interrupts import (
     Cancel,
+    ContinueAsNew,
     HandBack,
     JournalFull,
     LeaseLost,
@@ -91,6 +92,10 @@ class Execution(Runtime):
             return self._park()
         except Cancel as cancel:
             return compensations.undo(self, self._cancel_error(cancel.terminate))
+        except ContinueAsNew as request:
+            if self.definition_error is not None:
+                return self._fail_definition()
+            return continuation.restart(self, request)
         except RunTimeout:
             return compensations.undo(
                 self,

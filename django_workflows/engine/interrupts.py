@@ -3,7 +3,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from ..errors import WorkflowInterrupt
+
+if TYPE_CHECKING:
+    from ..definitions import Workflow
 
 
 class Suspend(WorkflowInterrupt):
@@ -51,3 +56,13 @@ class StoreFailed(WorkflowInterrupt):
     """The engine's own store call kept failing (the database cannot be reached, or refused
     the statement) until the lease would end: stop without writing more; the instance runs
     again from its journal. Never the workflow's error."""
+
+
+class ContinueAsNew(WorkflowInterrupt):
+    """ctx.continue_as_new(): end this run and start the instance over as `definition` with
+    `input` (continuation.restart() writes it)."""
+
+    def __init__(self, definition: Workflow, input: Any):
+        super().__init__(f"continue as new: {definition.name}@{definition.version}")
+        self.definition = definition
+        self.input = input

@@ -11,9 +11,11 @@ from ..jsonvalues import check_value, dumps, storable_text
 PATCH = "patch"  # a ctx.patched() marker's kind
 FORK = "fork"  # the entry a fork starts with
 
-ENGINE_KINDS = ("compensation", "retry", PATCH, FORK)
+ENGINE_KINDS = ("compensation", "retry", PATCH, FORK, "continued")
 """Entries the replay check ignores: those the engine writes on its own, and patch markers,
 which code whose guard was removed no longer reaches."""
+
+CONTINUED = "$continued"  # what a run started by ctx.continue_as_new() carries (continuation.py)
 
 COMPLETED = "completed"
 PENDING = "pending"

@@ -48,6 +48,8 @@ class Replay(Guards):
             and isinstance(doc.get("result"), dict)
             and doc["result"].get("signal_id") is not None
         }
+        # Taken by the runs before a ctx.continue_as_new() (continuation.py).
+        self.consumed.update(self.journal.get(journal.CONTINUED, {}).get("consumed", ()))
         self.replay_only = False
         # Each entry's size as JSON, kept so a rewritten entry costs one measurement, not two.
         self._sizes = {name: size(doc) for name, doc in self.journal.items()}

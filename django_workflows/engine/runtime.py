@@ -94,12 +94,14 @@ class Runtime(Stops):
         guarded: dict[str, dict[str, Any]] | None = None,
         signal: dict[str, Any] | None = None,
         announce: bool = False,
+        restart: bool = False,
     ) -> store.LeaseFlags:
         """Write the buffered entries with `changes`, and `release` the instance or record a
         child's end `signal`, fenced by the lease token; LeaseLost when the lease is gone.
-        `announce`: wake get_value() waiting in other processes at the commit."""
+        `announce`: wake get_value() waiting in other processes at the commit. `restart`:
+        delete the journal first (ctx.continue_as_new())."""
         return self.calls.run(
-            lambda: self._write(changes or {}, release, guarded or {}, signal, announce)
+            lambda: self._write(changes or {}, release, guarded or {}, signal, announce, restart)
         )
 
     def _write(
@@ -109,6 +111,7 @@ class Runtime(Stops):
         guarded: dict[str, dict[str, Any]],
         signal: dict[str, Any] | None = None,
         announce: bool = False,
+        restart: bool = False,
     ) -> store.LeaseFlags:
         with self._lock:
             entries, self.pending = self.pending, {}
@@ -137,6 +140,7 @@ class Runtime(Stops):
             release=release,
             signal=signal,
             announce=announce,
+            restart=restart,
         )
         started = time.monotonic()
         flags = call_store(

@@ -61,6 +61,8 @@ class InstanceWrite:
     signal: dict[str, Any] | None = None
     # True: wake get_value() waiting in other processes at the commit (a published value).
     announce: bool = False
+    # True: the journal is deleted before `entries` are written (ctx.continue_as_new()).
+    restart: bool = False
 
 
 @dataclass(frozen=True)
@@ -395,6 +397,8 @@ def write(using: str, id: str, token: str, write: InstanceWrite) -> LeaseFlags |
         entries = dict(write.entries)
         if not (cancel_requested or terminate_requested):
             entries.update(write.guarded_entries)
+        if write.restart:
+            JournalEntry.objects.using(using).filter(instance_id=id)._raw_delete(using)
         if entries:
             JournalEntry.objects.using(using).bulk_create(
                 [

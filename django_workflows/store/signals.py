@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Case, F, Q, Value, When
+from django.db.models import Case, F, Min, Q, Value, When
 
 from ..errors import WorkflowIdConflictError
 from ..models import Signal, Status, Wait, WorkflowInstance
@@ -90,3 +90,10 @@ def signals_for(
     rows = Signal.objects.using(using).filter(name=name, id__gt=after_id, id__lte=up_to_id)
     rows = rows.filter(key=key) if key is not None else rows.filter(key__isnull=True)
     return [payloads.decode_signal(signal) for signal in rows.order_by("id")]
+
+
+def first_unconsumed(using: str, *, after_id: int, up_to_id: int, consumed: set[int]) -> int | None:
+    """The lowest signal id in (after_id, up_to_id] that is not in `consumed`, or None: how far
+    an instance's signal cursor can move past the signals it took (ctx.continue_as_new())."""
+    rows = Signal.objects.using(using).filter(id__gt=after_id, id__lte=up_to_id)
+    return rows.exclude(id__in=sorted(consumed)).aggregate(first=Min("id"))["first"]  # type: ignore[no-any-return]
