@@ -148,9 +148,7 @@ def _default_id(x: Runtime, workflow: str) -> str:
     can change: there, a child journaled at this very position is this call's child, and a new
     child never takes a number a sibling branch journaled.
     """
-    parent = x.instance.id
-    if x.instance.generation:  # a run after ctx.continue_as_new(): not the earlier runs' children
-        parent = f"{parent}~{x.instance.generation}"
+    parent = journal.run_key(x.instance.id, x.instance.generation)
     with x._lock:
         path = x._path()
         number = x.next_child_number(workflow)

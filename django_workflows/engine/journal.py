@@ -30,6 +30,13 @@ PATCH_PREFIX = "$patch:"  # a patch marker's entry: "$patch:<patch id>"
 FORK_ENTRY = "$fork"
 
 
+def run_key(instance_id: str, generation: int) -> str:
+    """What the ids and keys a run derives start with (step idempotency keys, default child
+    ids): the instance's id, then `~<generation>` for a run after ctx.continue_as_new(), so a
+    later run neither repeats an earlier run's keys nor finds its children."""
+    return f"{instance_id}~{generation}" if generation else instance_id
+
+
 def timestamp(value: datetime | None) -> str | None:
     """A datetime as stored in a journal document: ISO 8601 in UTC."""
     return None if value is None else value.isoformat()

@@ -11,7 +11,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from ..models import KEY_LENGTH
-from .journal import FORK_ENTRY
+from .journal import FORK_ENTRY, run_key
 
 if TYPE_CHECKING:
     from .runtime import Runtime
@@ -36,6 +36,9 @@ class StepContext:
         # original did (a charge) where the other side honours the key.
         forked = execution.journal.get(FORK_ENTRY)
         key = execution.instance.id if forked is None else forked["key"]
+        # A run after ctx.continue_as_new() has keys of its own: next month's "ship" step is
+        # not last month's, which the carrier has seen under the same name.
+        key = run_key(key, execution.instance.generation)
         self.idempotency_key = f"{key}:{entry_name}"
         self.attempt = attempt
         self.progress = progress
