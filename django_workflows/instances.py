@@ -258,4 +258,5 @@ def instance_status(
         children=children,
         values=values or {},
         generation=row.generation,
+        forked_from=row.forked_from,
     )

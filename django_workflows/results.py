@@ -86,6 +86,8 @@ class InstanceStatus:
     values: dict[str, Any] = field(default_factory=dict)
     # How often it continued as new (ctx.continue_as_new()): 0 for an instance that never did.
     generation: int = 0
+    # The instance it was forked from (django_workflows.fork()), else None.
+    forked_from: str | None = None
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,9 @@ def test_a_fork_from_the_failed_step_reruns_only_that_step_with_the_fixed_code(f
     }
     assert (runs["charge"], runs["pack"], runs["ship"]) == (1, 1, 2)
     assert WorkflowInstance.objects.get(pk=forked.id).forked_from == failed_order
+    assert wf.get_status(forked.id).forked_from == failed_order
+    assert wf.list_instances(workflow="shipping", status="completed")[0].forked_from == failed_order
+    assert wf.get_status(failed_order).forked_from is None
     assert wf.get_status(failed_order).status == "failed"  # the original stays as it was
 
 
