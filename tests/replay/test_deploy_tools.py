@@ -1,26 +1,16 @@
-"""The replay check with the engine's other deploy tools, ctx.patched() and
-ctx.continue_as_new(), which arrive on branches of their own: each test runs once its tool is
-merged (skipped before, so this branch's suite stays green on its own)."""
+"""The replay check with the engine's other deploy tools: a patched change is compatible, and a
+replay stops cleanly at ctx.continue_as_new()."""
 
 from __future__ import annotations
 
 import pytest
 
 import django_workflows as wf
-from django_workflows.engine.context import WorkflowContext
 
 from .conftest import effect, ran, rows
 from .test_checkworkflows import check, named
 
 pytestmark = pytest.mark.django_db
-
-needs_patched = pytest.mark.skipif(
-    not hasattr(WorkflowContext, "patched"), reason="ctx.patched() is not merged yet"
-)
-needs_continue_as_new = pytest.mark.skipif(
-    not hasattr(WorkflowContext, "continue_as_new"),
-    reason="ctx.continue_as_new() is not merged yet",
-)
 
 
 def patched_order(ctx, input):
@@ -40,7 +30,6 @@ def unguarded(ctx, input):
     ctx.step("ship", effect("ship"))
 
 
-@needs_patched
 def test_a_patched_change_matches_old_and_new_instances(parked, deploy):
     deploy("order", patched_order)
     wf.start("order", {"n": 3}, id="order-3")  # on the patched code: the new branch
@@ -64,7 +53,6 @@ def batches(ctx, input):
     return input["round"]
 
 
-@needs_continue_as_new
 def test_a_continue_as_new_at_the_frontier_stops_the_replay_cleanly(define, deploy, workflow_clock):
     define("batches")(batches)
     wf.start("batches", {"round": 1}, id="looping")
