@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.contrib.contenttypes.fields import GenericForeignKey
+from django.contrib.contenttypes.models import ContentType
 from django.db import models
 
 from .definitions import SCHEDULE_ID_LENGTH
@@ -30,6 +32,9 @@ FINISHED = (Status.COMPLETED, Status.FAILED, Status.CANCELLED, Status.COMPENSATI
 # InnoDB caps an index key at 3,072 bytes: a journal entry's (instance id, name) takes 255 + 512.
 KEY_LENGTH = 255
 JOURNAL_NAME_LENGTH = 512
+TAG_LENGTH = 100
+ATTRIBUTE_NAME_LENGTH = 100
+ATTRIBUTE_TEXT_LENGTH = 255
 
 
 class KeyField(models.CharField):
@@ -98,6 +103,13 @@ class WorkflowInstance(models.Model):
     generation = models.PositiveIntegerField(default=0)
     # The instance this one was forked from (django_workflows.fork()), for its admin link.
     forked_from = KeyField(max_length=KEY_LENGTH, null=True, blank=True)
+    # The model instance it is about (start(subject=...)): its content type and primary key as
+    # text. Deleting that row leaves the instance alone: no database constraint ties them.
+    subject_type = models.ForeignKey(
+        ContentType, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    subject_id = KeyField(max_length=KEY_LENGTH, null=True, blank=True)
+    subject = GenericForeignKey("subject_type", "subject_id")
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
 
@@ -113,6 +125,7 @@ class WorkflowInstance(models.Model):
             models.Index(fields=["parent_id"], name="dw_instance_parent"),
             models.Index(fields=["schedule_id"], name="dw_instance_schedule"),
             models.Index(fields=["created_at"], name="dw_instance_created"),
+            models.Index(fields=["subject_type", "subject_id"], name="dw_instance_subject"),
         ]
         permissions = [
             ("cancel_workflowinstance", "Can cancel workflow instances"),
@@ -140,6 +153,55 @@ class JournalEntry(models.Model):
         ordering = ["id"]
         constraints = [
             models.UniqueConstraint(fields=["instance", "name"], name="dw_journal_unique_name"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class InstanceTag(models.Model):
+    """A tag of an instance (start(tags=...), @workflow(tags=...)): one row a tag, to search by."""
+
+    id = models.BigAutoField(primary_key=True)
+    instance = models.ForeignKey(WorkflowInstance, on_delete=models.CASCADE, related_name="tags")
+    tag = KeyField(max_length=TAG_LENGTH)
+
+    class Meta:
+        verbose_name = "instance tag"
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(fields=["instance", "tag"], name="dw_tag_unique"),
+        ]
+        indexes = [models.Index(fields=["tag", "instance"], name="dw_tag_lookup")]
+
+    def __str__(self) -> str:
+        return self.tag
+
+
+class InstanceAttribute(models.Model):
+    """A search attribute of an instance (start(attributes=...), ctx.set_attributes()), stored
+    plain, even with a codec, in the column of its type, so that lookups on it use an index."""
+
+    id = models.BigAutoField(primary_key=True)
+    instance = models.ForeignKey(
+        WorkflowInstance, on_delete=models.CASCADE, related_name="attributes"
+    )
+    name = KeyField(max_length=ATTRIBUTE_NAME_LENGTH)
+    kind = models.CharField(max_length=8)  # "str", "int", "float", "bool" or "datetime"
+    text = KeyField(max_length=ATTRIBUTE_TEXT_LENGTH, null=True, blank=True)
+    number = models.FloatField(null=True, blank=True)  # int, float, and bool as 0 or 1
+    moment = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name = "instance attribute"
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(fields=["instance", "name"], name="dw_attribute_unique"),
+        ]
+        indexes = [
+            models.Index(fields=["name", "text"], name="dw_attribute_text"),
+            models.Index(fields=["name", "number"], name="dw_attribute_number"),
+            models.Index(fields=["name", "moment"], name="dw_attribute_moment"),
         ]
 
     def __str__(self) -> str:
