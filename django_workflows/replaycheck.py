@@ -9,9 +9,6 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from django.db import connections
-from django.db.migrations.executor import MigrationExecutor
-
 from . import clock
 from .conf import database_alias
 from .definitions import Workflow
@@ -20,6 +17,7 @@ from .errors import WorkflowNonDeterminismError, WorkflowNotFoundError
 from .models import WorkflowInstance
 from .registry import registry
 from .store.snapshots import Snapshot, snapshots
+from .tables import pending_migrations
 
 BATCH_SIZE = 200
 """Instances (with their journals) read at a time."""
@@ -74,11 +72,7 @@ def replay_journal(
 def check_tables(using: str) -> None:
     """Raise NotMigrated, naming the database and what to run, when the django_workflows
     migrations are not all applied there (the tables to read may be missing)."""
-    executor = MigrationExecutor(connections[using])
-    targets = [key for key in executor.loader.graph.leaf_nodes() if key[0] == "django_workflows"]
-    pending = [
-        m.name for m, _ in executor.migration_plan(targets) if m.app_label == "django_workflows"
-    ]
+    pending = pending_migrations(using)
     if pending:
         raise NotMigrated(
             f"The django_workflows tables on database {using!r} are missing or behind this "

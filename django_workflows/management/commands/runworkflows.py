@@ -14,13 +14,12 @@ from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db import connections
-from django.db.migrations.executor import MigrationExecutor
 from django.utils import autoreload
 
 from ...conf import database_alias
 from ...durations import parse_duration
 from ...errors import WorkflowNotFoundError
+from ...tables import pending_migrations
 from ...worker import Worker
 
 
@@ -137,11 +136,7 @@ class Command(BaseCommand):
 def _check_migrated(using: str) -> None:
     """Refuse to start on tables that are behind this code's migrations: every claim and write
     would fail, over and over, instead of once with what to do."""
-    executor = MigrationExecutor(connections[using])
-    targets = [key for key in executor.loader.graph.leaf_nodes() if key[0] == "django_workflows"]
-    pending = [
-        m.name for m, _ in executor.migration_plan(targets) if m.app_label == "django_workflows"
-    ]
+    pending = pending_migrations(using)
     if pending:
         raise CommandError(
             f"The django_workflows tables on database {using!r} are behind this code: "
