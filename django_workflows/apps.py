@@ -20,7 +20,6 @@ class DjangoWorkflowsConfig(AppConfig):
 
     def ready(self) -> None:
         from . import checks  # noqa: F401 - registers the system checks
-
         from .triggers import checks as _trigger_checks  # noqa: F401 - registers theirs
         from .triggers import connect_receivers
 

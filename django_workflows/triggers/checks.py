@@ -10,8 +10,7 @@ from django.core.checks import Error, register
 
 from ..definitions import Workflow
 from ..registry import registry
-from .mappings import SignalOn, StartOn, declared
-from .receivers import resolve_sender
+from .mappings import SignalOn, StartOn, declared, resolve_sender
 
 
 @register()

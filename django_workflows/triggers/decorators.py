@@ -35,14 +35,14 @@ def _check_sender(what: str, signal: Signal, sender: Any) -> None:
     if isinstance(sender, str):
         if sender.count(".") != 1 or not all(sender.split(".")):
             raise ValueError(
-                f"{what}: a model signal's sender is a model class or \"app_label.ModelName\", "
+                f'{what}: a model signal\'s sender is a model class or "app_label.ModelName", '
                 f"not {sender!r}."
             )
         return
     if not (isinstance(sender, type) and issubclass(sender, Model)):
         raise TypeError(
             f"{what}: {signal_label(signal)} is sent by model classes: sender must be a model "
-            f"class or \"app_label.ModelName\", not {sender!r}."
+            f'class or "app_label.ModelName", not {sender!r}.'
         )
     if sender._meta.abstract:
         raise ValueError(
@@ -64,7 +64,7 @@ def _check_text(what: str, name: str, value: Any, *, required: bool = False) -> 
         raise TypeError(
             f"{what} needs an {name}: a string, or a function of the signal's keyword arguments "
             f"that derives it from the business key (id=lambda instance, **kw: "
-            f"f\"order-{{instance.pk}}\")."
+            f'f"order-{{instance.pk}}").'
         )
     if value is not None and not callable(value) and not isinstance(value, str):
         raise TypeError(f"{what}: {name} must be a string or a function, not {value!r}.")
@@ -86,10 +86,12 @@ def _start_options(what: str, given: dict[str, Any]) -> tuple[Argument, ...]:
         "concurrency_key": lambda value: isinstance(value, str),
         "rate_limit_key": lambda value: isinstance(value, str),
         "subject": lambda value: isinstance(value, Model),
-        "tags": lambda value: isinstance(value, list | tuple)
-        and all(isinstance(tag, str) for tag in value),
-        "attributes": lambda value: isinstance(value, dict)
-        and all(isinstance(name, str) for name in value),
+        "tags": lambda value: (
+            isinstance(value, list | tuple) and all(isinstance(tag, str) for tag in value)
+        ),
+        "attributes": lambda value: (
+            isinstance(value, dict) and all(isinstance(name, str) for name in value)
+        ),
     }
     expected = {
         "priority": "an integer",
@@ -119,10 +121,16 @@ def _start_options(what: str, given: dict[str, Any]) -> tuple[Argument, ...]:
 def _keep(what: str, declaration: StartOn | SignalOn) -> Callable[[Decorated], Decorated]:
     def decorate(target: Decorated) -> Decorated:
         if not isinstance(target, Workflow) and not callable(target):
-            raise TypeError(f"{what} decorates a @workflow (or its function or class), not {target!r}.")
+            raise TypeError(
+                f"{what} decorates a @workflow (or its function or class), not {target!r}."
+            )
         attach(target, declaration)
         if apps.ready:  # declared after startup (a test, a late import): connected now
-            signal = declaration.signal if isinstance(declaration, StartOn) else declaration.django_signal
+            signal = (
+                declaration.signal
+                if isinstance(declaration, StartOn)
+                else declaration.django_signal
+            )
             try:
                 connect(signal, declaration.sender)
             except LookupError:
@@ -200,9 +208,13 @@ def signal_on(
     _check_signal("signal_on", django_signal)
     name = signal.name if isinstance(signal, WorkflowSignal) else signal
     if not isinstance(name, str) or not name:
-        raise TypeError(f"signal_on: signal must be a WorkflowSignal or a signal name, not {signal!r}.")
+        raise TypeError(
+            f"signal_on: signal must be a WorkflowSignal or a signal name, not {signal!r}."
+        )
     if name.startswith("$"):
-        raise ValueError(f"signal_on: signal names starting with '$' are the engine's own, not {name!r}.")
+        raise ValueError(
+            f"signal_on: signal names starting with '$' are the engine's own, not {name!r}."
+        )
     what = f"signal_on({signal_label(django_signal)}, signal={name!r})"
     _check_sender(what, django_signal, sender)
     declaration = SignalOn(

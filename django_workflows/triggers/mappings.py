@@ -5,14 +5,16 @@ definition, or on the function `@workflow` has yet to decorate."""
 from __future__ import annotations
 
 import inspect
+import sys
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from django.apps import apps
 from django.dispatch import Signal
 
-from ..definitions import Workflow, WorkflowSignal
+from ..definitions import Workflow
 
 ATTRIBUTE = "_django_workflows_triggers"
 """The attribute of a function (or class) that holds the declarations stacked below @workflow."""
@@ -41,12 +43,14 @@ class Argument:
         self.function = callable(value)
         self._takes = _parameters(value) if self.function else None
 
-    def resolve(self, kwargs: dict[str, Any], where: str) -> Any:
+    def resolve(self, kwargs: dict[str, Any], where: object) -> Any:
         """The value, or what the function returns for these keyword arguments. Raises
         TypeError naming `where` when the function needs an argument the signal does not send."""
         if not self.function:
             return self.value
-        given = kwargs if self._takes is None else {k: kwargs[k] for k in self._takes & kwargs.keys()}
+        given = (
+            kwargs if self._takes is None else {k: kwargs[k] for k in self._takes & kwargs.keys()}
+        )
         try:
             inspect.signature(self.value).bind(**given)
         except TypeError as error:
@@ -68,22 +72,38 @@ class Argument:
 
 
 def signal_label(signal: Signal) -> str:
-    """A Django signal's name where Django defines it (`post_save`), else its class's."""
-    from django.core import signals as core
+    """A Django signal's name where a module defines it (`post_save`, `shop.signals.reported`);
+    for messages only: it looks through the loaded modules."""
     from django.db.models import signals as models
 
-    for module in (models, core):
-        for name, value in vars(module).items():
+    for name, value in vars(models).items():
+        if value is signal:
+            return name
+    for module_name, module in list(sys.modules.items()):
+        for name, value in list(getattr(module, "__dict__", {}).items()):
             if value is signal:
-                return name
-    return f"{type(signal).__name__} {getattr(signal, '__module__', '')}".strip()
+                return f"{module_name}.{name}"
+    return f"a {type(signal).__name__}"
 
 
 def sender_label(sender: Any) -> str:
+    if isinstance(sender, str):
+        return sender  # a model's "app_label.ModelName"
     meta = getattr(sender, "_meta", None)
     if isinstance(sender, type) and meta is not None:
         return str(meta.label)
     return getattr(sender, "__qualname__", None) or repr(sender)
+
+
+class Where:
+    """A declaration's label in a message, worked out only if a message is made."""
+
+    def __init__(self, declaration: StartOn | SignalOn, definition: Workflow) -> None:
+        self.declaration = declaration
+        self.definition = definition
+
+    def __str__(self) -> str:
+        return self.declaration.label(self.definition)
 
 
 @dataclass(frozen=True, eq=False)
@@ -99,7 +119,11 @@ class StartOn:
 
     def label(self, definition: Workflow | None = None) -> str:
         sender = "" if self.sender is None else f", sender={sender_label(self.sender)}"
-        of = "" if definition is None else f" of workflow {definition.name!r} version {definition.version}"
+        of = (
+            ""
+            if definition is None
+            else f" of workflow {definition.name!r} version {definition.version}"
+        )
         return f"start_on({signal_label(self.signal)}{sender}){of}"
 
 
@@ -118,7 +142,11 @@ class SignalOn:
 
     def label(self, definition: Workflow | None = None) -> str:
         sender = "" if self.sender is None else f", sender={sender_label(self.sender)}"
-        of = "" if definition is None else f" of workflow {definition.name!r} version {definition.version}"
+        of = (
+            ""
+            if definition is None
+            else f" of workflow {definition.name!r} version {definition.version}"
+        )
         return f"signal_on({signal_label(self.django_signal)}{sender}, signal={self.signal!r}){of}"
 
     def agrees_with(self, other: SignalOn) -> bool:
@@ -166,10 +194,9 @@ def declared_pairs() -> list[tuple[Signal, Any]]:
     return list(_pairs.values())
 
 
-def is_signal(value: Any) -> bool:
-    return isinstance(value, Signal)
-
-
-def signal_name(signal: Any) -> str:
-    """A WorkflowSignal's name, or the name itself."""
-    return signal.name if isinstance(signal, WorkflowSignal) else signal
+def resolve_sender(sender: Any) -> Any:
+    """A model's "app_label.ModelName" as its class (the registry must be ready); any other
+    sender as it is. Raises LookupError for an unknown model."""
+    if isinstance(sender, str):
+        return apps.get_model(sender)
+    return sender

@@ -5,20 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.apps import apps
 from django.dispatch import Signal
 
-from .mappings import declared_pairs
+from .mappings import declared_pairs, resolve_sender
 
 DISPATCH_UID = "django_workflows.triggers"
-
-
-def resolve_sender(sender: Any) -> Any:
-    """A model's "app_label.ModelName" as its class (the registry must be ready); any other
-    sender as it is. Raises LookupError for an unknown model."""
-    if isinstance(sender, str):
-        return apps.get_model(sender)
-    return sender
 
 
 class Receiver:
@@ -28,6 +19,8 @@ class Receiver:
     def __init__(self, signal: Signal, sender: Any) -> None:
         self.signal = signal
         self.sender = sender
+        # What Django's send_robust() logs a failed receiver by.
+        self.__qualname__ = f"django_workflows receiver from {sender!r}"
 
     def __call__(self, signal: Signal, sender: Any = None, **named: Any) -> list[Any]:
         from .sending import deliver  # the client, loaded once the app registry is ready

@@ -19,8 +19,7 @@ from ..instances import check_key
 from ..registry import registry
 from ..results import SignalResult, StartResult
 from ..store.values import to_json
-from .mappings import Argument, SignalOn, StartOn, declared
-from .receivers import resolve_sender
+from .mappings import Argument, SignalOn, StartOn, Where, declared, resolve_sender
 
 
 @dataclass(frozen=True)
@@ -43,12 +42,12 @@ def _maps(signal: Signal, sender: Any, mapped_signal: Signal, mapped_sender: Any
     return mapped_signal is signal and resolve_sender(mapped_sender) is sender
 
 
-def _text(argument: Argument, kwargs: dict[str, Any], where: str, using: str) -> str | None:
+def _text(argument: Argument, kwargs: dict[str, Any], where: object, using: str) -> str | None:
     """An id or key the declaration derives: a string that fits its column, or None."""
     return _checked(argument.name, argument.resolve(kwargs, where), where, using)
 
 
-def _checked(name: str, value: Any, where: str, using: str) -> str | None:
+def _checked(name: str, value: Any, where: object, using: str) -> str | None:
     """Raise TypeError or ValueError naming the declaration for an id or key that is not a
     string, or does not fit its column, before any SQL."""
     if value is not None and not isinstance(value, str):
@@ -60,14 +59,14 @@ def _checked(name: str, value: Any, where: str, using: str) -> str | None:
     return value
 
 
-def _wanted(when: Argument | None, kwargs: dict[str, Any], where: str) -> bool:
+def _wanted(when: Argument | None, kwargs: dict[str, Any], where: object) -> bool:
     return when is None or bool(when.resolve(kwargs, where))
 
 
 def _start(
     definition: Workflow, declaration: StartOn, kwargs: dict[str, Any], using: str
 ) -> _Start | None:
-    where = declaration.label(definition)
+    where = Where(declaration, definition)
     if not _wanted(declaration.when, kwargs, where):
         return None
     id = _text(declaration.id, kwargs, where, using)
@@ -94,7 +93,7 @@ def _start(
 def _signal(
     declaration: SignalOn, definition: Workflow, kwargs: dict[str, Any], using: str
 ) -> _Signal | None:
-    where = declaration.label(definition)
+    where = Where(declaration, definition)
     if not _wanted(declaration.when, kwargs, where):
         return None
     return _Signal(
@@ -154,7 +153,9 @@ def plan(
     return starts, list(signals.values())
 
 
-def deliver(signal: Signal, sender: Any, kwargs: dict[str, Any]) -> list[StartResult | SignalResult]:
+def deliver(
+    signal: Signal, sender: Any, kwargs: dict[str, Any]
+) -> list[StartResult | SignalResult]:
     """Start and signal what this send maps to, in one atomic block on the workflows' database
     (a savepoint inside the caller's transaction: it commits or rolls back with it). Returns
     the StartResults and SignalResults; raises what start() or signal() raise, or TypeError or
@@ -178,5 +179,7 @@ def deliver(signal: Signal, sender: Any, kwargs: dict[str, Any]) -> list[StartRe
                 )
             )
         for sent in signals:
-            results.append(client.signal(sent.name, sent.payload, key=sent.key, id=sent.id, using=using))
+            results.append(
+                client.signal(sent.name, sent.payload, key=sent.key, id=sent.id, using=using)
+            )
     return results

@@ -101,7 +101,12 @@ def test_when_false_starts_nothing(define):
 def test_values_and_functions_of_only_the_arguments_they_name(define):
     placed = Signal()
 
-    @start_on(placed, id=lambda number: f"n-{number}", input={"fixed": True}, priority=lambda big: 1 if big else 5)
+    @start_on(
+        placed,
+        id=lambda number: f"n-{number}",
+        input={"fixed": True},
+        priority=lambda big: 1 if big else 5,
+    )
     @define("named-args")
     def flow(ctx, input):
         return None
@@ -174,7 +179,9 @@ def test_connecting_again_connects_nothing_twice(purchase_flow):
     assert len(post_save.receivers) == before
     [(_, results)] = [
         (receiver, response)
-        for receiver, response in post_save.send(Purchase, instance=Purchase(reference="x"), created=True)
+        for receiver, response in post_save.send(
+            Purchase, instance=Purchase(reference="x"), created=True
+        )
         if response
     ]
     assert len(results) == 1
