@@ -20,6 +20,14 @@ ATTRIBUTE = "_django_workflows_triggers"
 """The attribute of a function (or class) that holds the declarations stacked below @workflow."""
 
 
+def _signature(function: Callable[..., Any]) -> inspect.Signature | None:
+    """The function's signature, or None when it has none to check (a builtin: called as is)."""
+    try:
+        return inspect.signature(function)
+    except (TypeError, ValueError):
+        return None
+
+
 def _parameters(function: Callable[..., Any]) -> frozenset[str] | None:
     """The keyword names `function` takes, or None when it takes **kwargs (or cannot say)."""
     try:
@@ -42,6 +50,7 @@ class Argument:
         self.value = value
         self.function = callable(value)
         self._takes = _parameters(value) if self.function else None
+        self._signature = _signature(value) if self.function else None
 
     def resolve(self, kwargs: dict[str, Any], where: object) -> Any:
         """The value, or what the function returns for these keyword arguments. Raises
@@ -51,15 +60,14 @@ class Argument:
         given = (
             kwargs if self._takes is None else {k: kwargs[k] for k in self._takes & kwargs.keys()}
         )
-        try:
-            inspect.signature(self.value).bind(**given)
-        except TypeError as error:
-            raise TypeError(
-                f"{where}: the {self.name} function cannot be called with the signal's keyword "
-                f"arguments ({', '.join(sorted(kwargs))}): {error}."
-            ) from None
-        except ValueError:  # no signature to check (a builtin): call it and see
-            pass
+        if self._signature is not None:
+            try:
+                self._signature.bind(**given)
+            except TypeError as error:
+                raise TypeError(
+                    f"{where}: the {self.name} function cannot be called with the signal's "
+                    f"keyword arguments ({', '.join(sorted(kwargs))}): {error}."
+                ) from None
         return self.value(**given)
 
     def same_as(self, other: Argument | None) -> bool:

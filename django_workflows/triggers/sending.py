@@ -5,6 +5,8 @@ transaction the signal is sent in."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,8 +57,25 @@ def _checked(name: str, value: Any, where: object, using: str) -> str | None:
             f"{where}: the {name} function must return a string, not "
             f"{type(value).__name__} ({value!r})."
         )
-    check_key(f"{where}: the {name}", value, using)
+    with _named(where):
+        check_key(f"the {name}", value, using)
     return value
+
+
+@contextmanager
+def _named(where: object) -> Iterator[None]:
+    """Prefix a TypeError or ValueError with the declaration's label: made only on failure,
+    as the label of a signal of your own is looked up in the loaded modules."""
+    try:
+        yield
+    except (TypeError, ValueError) as error:
+        raise type(error)(f"{where}: {error}") from None
+
+
+def _json(argument: Argument, kwargs: dict[str, Any], where: object, using: str) -> Any:
+    value = argument.resolve(kwargs, where)
+    with _named(where):
+        return to_json(value, f"the {argument.name}", using=using)
 
 
 def _wanted(when: Argument | None, kwargs: dict[str, Any], where: object) -> bool:
@@ -72,7 +91,7 @@ def _start(
     id = _text(declaration.id, kwargs, where, using)
     if not id:
         raise ValueError(f"{where}: the id must be a non-empty string, not {id!r}.")
-    value = to_json(declaration.input.resolve(kwargs, where), f"{where}: the input", using=using)
+    value = _json(declaration.input, kwargs, where, using)
     # Given only when not None: start() of this branch takes no subject, tags or attributes yet.
     options = {}
     for option in declaration.options:
@@ -82,10 +101,8 @@ def _start(
         if option.name in ("concurrency_key", "rate_limit_key"):
             resolved = _checked(option.name, resolved, where, using)
         elif option.name == "priority":
-            try:
+            with _named(where):
                 check_priority(resolved)
-            except ValueError as error:
-                raise ValueError(f"{where}: {error}") from None
         options[option.name] = resolved
     return _Start(definition, id, value, options)
 
@@ -100,7 +117,7 @@ def _signal(
         declaration.signal,
         _text(declaration.key, kwargs, where, using),
         _text(declaration.id, kwargs, where, using),
-        to_json(declaration.payload.resolve(kwargs, where), f"{where}: the payload", using=using),
+        _json(declaration.payload, kwargs, where, using),
     )
 
 

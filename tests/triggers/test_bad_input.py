@@ -176,3 +176,16 @@ def test_send_robust_returns_a_failure_of_start_and_leaves_the_transaction_usabl
     assert isinstance(error, WorkflowIdConflictError)
     assert Ledger.objects.filter(order_id="l4").exists()
     assert WorkflowInstance.objects.get().input == {"n": 0}
+
+
+def test_an_input_function_that_returns_no_json_raises_naming_the_declaration(define):
+    @start_on(placed, id="x", input=lambda n, **kw: {n})
+    @define("trigger-no-json")
+    def flow(ctx, input):
+        return None
+
+    with pytest.raises(
+        TypeError, match="'trigger-no-json' version 1: the input must be a JSON value"
+    ):
+        placed.send(sender=None, n=7)
+    assert not WorkflowInstance.objects.exists()
