@@ -185,3 +185,25 @@ def test_connecting_again_connects_nothing_twice(purchase_flow):
         if response
     ]
     assert len(results) == 1
+
+
+def test_a_second_ready_connects_nothing_twice(purchase_flow):
+    from django.apps import apps
+
+    before = len(post_save.receivers)
+    apps.get_app_config("django_workflows").ready()
+    assert len(post_save.receivers) == before
+    Purchase.objects.create(reference="p5")
+    assert WorkflowInstance.objects.count() == 1
+
+
+def test_a_class_workflow_with_start_on_below_workflow(define):
+    @define("trigger-class")
+    @start_on(post_save, sender=Purchase, id=purchase_id, input=purchase_input)
+    class Flow:
+        def run(self, ctx, input):
+            return input["reference"]
+
+    Purchase.objects.create(reference="p6")
+    wf.drain()
+    assert wf.result("purchase-p6") == "p6"
