@@ -92,7 +92,7 @@ def _start(
     if not id:
         raise ValueError(f"{where}: the id must be a non-empty string, not {id!r}.")
     value = _json(declaration.input, kwargs, where, using)
-    # Given only when not None: start() of this branch takes no subject, tags or attributes yet.
+    # Each passed only when not None: start() gets only the options the declaration uses.
     options = {}
     for option in declaration.options:
         resolved = option.resolve(kwargs, where)
