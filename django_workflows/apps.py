@@ -1,4 +1,5 @@
-"""The app config: autodiscovers every installed app's workflows.py and registers the checks."""
+"""The app config: autodiscovers every installed app's workflows.py, connects the receivers of
+their start_on and signal_on, and registers the checks."""
 
 from __future__ import annotations
 
@@ -19,9 +20,13 @@ class DjangoWorkflowsConfig(AppConfig):
 
     def ready(self) -> None:
         from . import checks  # noqa: F401 - registers the system checks
+        from .triggers import checks as _trigger_checks  # noqa: F401 - registers theirs
+        from .triggers import connect_receivers
 
         post_migrate.connect(_create_lock_rows, sender=self)
         autodiscover_modules("workflows")
+        # After the workflows modules: their start_on and signal_on are all declared by now.
+        connect_receivers()
 
 
 def _create_lock_rows(using: str = "default", **kwargs: Any) -> None:

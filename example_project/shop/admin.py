@@ -8,7 +8,7 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 
-from .models import Charge, Order, OutgoingMail, Refund, Reservation, Stock
+from .models import Charge, Delivery, Order, OutgoingMail, Refund, Reservation, Stock
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -30,6 +30,13 @@ class OrderAdmin(ReadOnlyAdmin):
     list_filter = ["status", "shipping"]
     search_fields = ["id", "user_id"]
     date_hierarchy = "created_at"
+
+
+@admin.register(Delivery)
+class DeliveryAdmin(ReadOnlyAdmin):
+    list_display = ["tracking_number", "order", "kind", "occurred_at", "received_at"]
+    list_filter = ["kind"]
+    search_fields = ["tracking_number", "order__id"]
 
 
 @admin.register(Charge)

@@ -1,4 +1,4 @@
-"""The shop's orders, and the tables behind the stand-in payment, inventory and mail services."""
+"""The shop's orders and the carrier's reports about them, and the tables behind the stand-in payment, inventory and mail services."""
 
 from __future__ import annotations
 
@@ -51,6 +51,42 @@ class Order(models.Model):
             "shipping": str(self.shipping),
             "total": self.total,
             "status": str(self.status),
+        }
+
+
+class Delivery(models.Model):
+    """What the carrier's webhook reported about an order's parcel: delivered, or returned."""
+
+    class Kind(models.TextChoices):
+        DELIVERED = "delivered"
+        RETURNED = "returned"
+
+    order = models.ForeignKey(Order, on_delete=models.CASCADE, related_name="deliveries")
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    tracking_number = models.CharField(max_length=255)
+    occurred_at = models.CharField(max_length=64, help_text="As the carrier reported it.")
+    received_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-received_at"]
+        verbose_name_plural = "deliveries"
+        constraints = [
+            # The carrier retries its webhook: a retried report finds the first one.
+            models.UniqueConstraint(
+                fields=["order", "kind", "tracking_number"], name="one_report_per_parcel"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tracking_number} {self.kind}"
+
+    def as_event(self) -> dict[str, Any]:
+        """The report as the carrier sent it: the payload of the fulfilment's signal."""
+        return {
+            "type": f"shipment.{self.kind}",
+            "reference": self.order_id,
+            "trackingNumber": self.tracking_number,
+            "occurredAt": self.occurred_at,
         }
 
 

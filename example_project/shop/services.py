@@ -8,14 +8,9 @@ from django.db import transaction
 
 import django_workflows
 
-from .models import Charge, Order
-from .workflows import (
-    fulfil_order,
-    fulfilment_id,
-    refund_id,
-    shipment_delivered,
-    shipment_returned,
-)
+from .models import Charge, Delivery, Order
+from .signals import carrier_reported
+from .workflows import fulfilment_id, refund_id
 
 
 class OrderNotFound(Exception):
@@ -32,42 +27,52 @@ class OrderConflict(Exception):
 
 def place_order(
     user_id: str, items: list[dict[str, Any]], shipping: str = Order.Shipping.STANDARD
-) -> tuple[Order, django_workflows.StartResult]:
-    """Save an order and start its fulfilment, in one transaction.
+) -> tuple[Order, django_workflows.InstanceStatus]:
+    """Save an order; its post_save starts its fulfilment in the same transaction
+    (`start_on` in shop/workflows.py).
 
-    Returns the order and the `StartResult`. If anything in the transaction fails, neither the
-    order nor the workflow instance exists.
+    Returns the order and its fulfilment's `InstanceStatus`. If anything in the transaction
+    fails, neither the order nor the workflow instance exists.
     """
     total = sum(item["price"] * item["quantity"] for item in items)
     with transaction.atomic():
         order = Order.objects.create(user_id=user_id, items=items, shipping=shipping, total=total)
-        # Same transaction: the fulfilment exists if and only if the order does.
-        fulfilment = django_workflows.start(
-            fulfil_order, order.as_dict(), id=fulfilment_id(order.id)
-        )
+        # Started by the save, in this transaction: it exists if and only if the order does.
+        fulfilment = django_workflows.get_status(fulfilment_id(order.id))
+    assert fulfilment is not None, "shop/workflows.py starts it from the order's post_save"
     return order, fulfilment
 
 
-def _mark_and_signal(
-    event: dict[str, Any], status: str, signal: django_workflows.WorkflowSignal
-) -> django_workflows.SignalResult:
+def record_carrier_event(event: dict[str, Any], kind: str) -> Delivery:
+    """Save what the carrier reports and send `carrier_reported`, whose `signal_on` wakes the
+    order's fulfilment; the order's status, the report and the signal commit together.
+
+    A retried report finds the first one, and its signal is stored once. Raises `OrderNotFound`.
+    """
     with transaction.atomic():
-        updated = Order.objects.filter(pk=event["reference"]).update(status=status)
+        updated = Order.objects.filter(pk=event["reference"]).update(status=kind)
         if not updated:
-            # Rolls back: no signal is stored for an order the shop doesn't know.
+            # Rolls back: no report and no signal for an order the shop doesn't know.
             raise OrderNotFound(f"Order {event['reference']} not found.")
-        # The order's new status and the signal commit together.
-        return django_workflows.signal(signal, event, key=event["reference"])
+        delivery, _ = Delivery.objects.get_or_create(
+            order_id=event["reference"],
+            kind=kind,
+            tracking_number=event["trackingNumber"],
+            defaults={"occurred_at": event["occurredAt"]},
+        )
+        # send(), not send_robust(): a failed signal raises and rolls all of it back.
+        carrier_reported.send(sender=Delivery, delivery=delivery)
+    return delivery
 
 
-def mark_delivered(event: dict[str, Any]) -> django_workflows.SignalResult:
-    """Record the carrier's delivery and wake the order's fulfilment. Raises `OrderNotFound`."""
-    return _mark_and_signal(event, Order.Status.DELIVERED, shipment_delivered)
+def mark_delivered(event: dict[str, Any]) -> Delivery:
+    """Record the carrier's delivery, which wakes the order's fulfilment. Raises `OrderNotFound`."""
+    return record_carrier_event(event, Delivery.Kind.DELIVERED)
 
 
-def mark_returned(event: dict[str, Any]) -> django_workflows.SignalResult:
+def mark_returned(event: dict[str, Any]) -> Delivery:
     """Record that the carrier brought the parcel back. Raises `OrderNotFound`."""
-    return _mark_and_signal(event, Order.Status.RETURNED, shipment_returned)
+    return record_carrier_event(event, Delivery.Kind.RETURNED)
 
 
 def cancel_order(order_id: str, reason: str | None) -> django_workflows.CancelResult:

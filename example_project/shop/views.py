@@ -121,14 +121,13 @@ def iso(moment: datetime | None) -> str | None:
 @require_POST
 @handle_errors
 def place_order(request: HttpRequest) -> HttpResponse:
-    """`POST /orders`: save the order and start its fulfilment, together."""
+    """`POST /orders`: save the order, which starts its fulfilment in the same transaction."""
     order, fulfilment = services.place_order(**parse_order(json_body(request)))
     body = order.as_dict()
     body["fulfilment"] = {
         "id": fulfilment.id,
         "workflow": fulfilment.workflow,
         "version": fulfilment.version,
-        "created": fulfilment.created,
         "status": str(fulfilment.status),
     }
     return JsonResponse(body, status=201)
@@ -170,7 +169,8 @@ def cancel(request: HttpRequest, order_id: str) -> HttpResponse:
 @require_POST
 @handle_errors
 def carrier_webhook(request: HttpRequest) -> HttpResponse:
-    """`POST /webhooks/carrier`: the carrier reports a delivery or a return."""
+    """`POST /webhooks/carrier`: the carrier reports a delivery or a return; the shop saves it,
+    and its `carrier_reported` signal wakes the order's fulfilment."""
     # A real shop verifies the carrier's signature header before trusting the body.
     body = json_body(request)
     kind = _string(body, "type")

@@ -4,17 +4,29 @@ from __future__ import annotations
 
 from typing import Any
 
-from django_workflows import Concurrency, RateLimit, Retry, WorkflowSignal, workflow
+from django.db.models.signals import post_save
+
+from django_workflows import (
+    Concurrency,
+    RateLimit,
+    Retry,
+    WorkflowSignal,
+    signal_on,
+    start_on,
+    workflow,
+)
 
 from . import inventory, mail, payments
+from .models import Delivery, Order
+from .signals import carrier_reported
 
 # The carrier POSTs {"type", "reference", "trackingNumber", "occurredAt"} to our webhook;
 # "reference" is the order id, and the key of both signals.
 shipment_delivered = WorkflowSignal("shipment.delivered")
-"""Sent by the webhook, awaited by the fulfilment workflow. The order id is its key."""
+"""Sent when the webhook saves a delivery, awaited by the fulfilment. The order id is its key."""
 
 shipment_returned = WorkflowSignal("shipment.returned")
-"""Sent by the webhook when the carrier brings the parcel back. The order id is its key."""
+"""Sent when the carrier brings the parcel back. The order id is its key."""
 
 
 def fulfilment_id(order_id: str) -> str:
@@ -22,6 +34,46 @@ def fulfilment_id(order_id: str) -> str:
     return f"order-{order_id}"
 
 
+def report_key(delivery: Delivery, **kwargs: Any) -> str:
+    """The key of a carrier report's signal: its order's id, which the fulfilment waits with."""
+    return delivery.order_id
+
+
+def report_id(delivery: Delivery, **kwargs: Any) -> str:
+    """One signal per parcel report: the carrier's retried webhook stores no second one."""
+    return f"{delivery.order_id}:{delivery.tracking_number}"
+
+
+def report_event(delivery: Delivery, **kwargs: Any) -> dict[str, Any]:
+    return delivery.as_event()
+
+
+# A new order starts its fulfilment in the transaction that saves it; a later save of the
+# order (its status changing) starts nothing: `when` looks at post_save's `created`.
+@start_on(
+    post_save,
+    sender=Order,
+    when=lambda created, **kw: created,
+    id=lambda instance, **kw: fulfilment_id(instance.pk),
+    input=lambda instance, **kw: instance.as_dict(),
+)
+# The carrier's reports reach the waiting fulfilment in the transaction that saves them.
+@signal_on(
+    carrier_reported,
+    signal=shipment_delivered,
+    when=lambda delivery, **kw: delivery.kind == Delivery.Kind.DELIVERED,
+    key=report_key,
+    id=report_id,
+    payload=report_event,
+)
+@signal_on(
+    carrier_reported,
+    signal=shipment_returned,
+    when=lambda delivery, **kw: delivery.kind == Delivery.Kind.RETURNED,
+    key=report_key,
+    id=report_id,
+    payload=report_event,
+)
 @workflow(
     "order-fulfilment",
     timeout="30d",

@@ -25,3 +25,12 @@ class StepRun(models.Model):
 
     def __str__(self) -> str:
         return f"{self.instance_id} {self.step} in {self.pid}"
+
+
+class Signup(models.Model):
+    """A row a web process saves, whose post_save starts the welcome workflow (start_on)."""
+
+    email = models.CharField(max_length=191, unique=True)
+
+    def __str__(self) -> str:
+        return self.email

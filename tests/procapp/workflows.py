@@ -7,10 +7,11 @@ import time
 from typing import Any
 
 from django.db.models import F
+from django.db.models.signals import post_save
 
-from django_workflows import workflow
+from django_workflows import start_on, workflow
 
-from .models import Charge, StepRun
+from .models import Charge, Signup, StepRun
 
 
 def recorded(instance_id: str, name: str, seconds: float, *, stoppable: bool = True):
@@ -68,3 +69,16 @@ def storm_order(ctx: Any, input: dict[str, Any]) -> str:
             compensate=noted(path, ctx.instance_id, f"undo-{name}", 0),
         )
     return "done"
+
+
+@start_on(
+    post_save,
+    sender=Signup,
+    id=lambda instance, **kw: f"welcome-{instance.pk}",
+    input=lambda instance, **kw: {"email": instance.email},
+    when=lambda created, **kw: created,
+)
+@workflow("welcome")
+def welcome(ctx: Any, input: dict[str, Any]) -> str:
+    """Started by a Signup's post_save, in whichever process saves it (a web process too)."""
+    return f"welcome {input['email']}"

@@ -27,3 +27,14 @@ class Ledger(models.Model):
 
     def __str__(self) -> str:
         return f"order {self.order_id}"
+
+
+class Purchase(models.Model):
+    """A business row whose post_save starts a workflow in the start_on tests."""
+
+    reference = models.CharField(max_length=300, unique=True)
+    total = models.IntegerField(default=0)
+    express = models.BooleanField(default=False)
+
+    def __str__(self) -> str:
+        return f"purchase {self.reference}"

@@ -44,7 +44,6 @@ def test_placing_an_order_answers_the_order_and_its_fulfilment(client, clock) ->
             "id": f"order-{body['id']}",
             "workflow": "order-fulfilment",
             "version": 1,
-            "created": True,
             "status": "pending",
         },
     }
