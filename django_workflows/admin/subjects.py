@@ -36,13 +36,21 @@ class WorkflowInstanceInline(GenericTabularInline):
     model = WorkflowInstance
     ct_field = "subject_type"
     ct_fk_field = "subject_id"
-    fields = ("instance_link", "status_badge", "workflow", "version", "custom_status", "updated_at")
+    fields = (
+        "instance_link",
+        "status_badge",
+        "workflow",
+        "version",
+        "custom_status_short",
+        "updated_at",
+    )
     readonly_fields = fields
     ordering = ("-created_at", "-id")
     extra = 0
     max_num = 0
     can_delete = False
     show_change_link = False
+    classes = ["dw-instances"]  # admin.css hides the rows' repeated names: the link says it
     verbose_name = "workflow instance"
     verbose_name_plural = "workflow instances"
 
@@ -71,7 +79,7 @@ class WorkflowInstanceInline(GenericTabularInline):
         return status_badge(obj.status)
 
     @admin.display(description="custom status")
-    def custom_status(self, obj: WorkflowInstance) -> str:
+    def custom_status_short(self, obj: WorkflowInstance) -> str:
         value = decoded_field(obj, "custom_status")
         if value is None:
             return "-"

@@ -14,7 +14,7 @@ from django.urls import reverse
 import django_workflows as wf
 from django_workflows.admin import STATUS_COLOURS
 from django_workflows.models import WorkflowInstance
-from tests.admin.conftest import staff_user
+from tests.admin.conftest import codecs, staff_user  # noqa: F401 (codecs is a fixture)
 from tests.testapp.models import Execution, Ledger, Order
 
 pytestmark = pytest.mark.django_db
@@ -76,6 +76,24 @@ def test_each_row_shows_its_status_badge_workflow_version_custom_status_and_upda
     for column in ("Instance", "Status", "Workflow", "Version", "Custom status", "Updated at"):
         assert f">{column}" in html
     assert "django_workflows/admin.css" in html  # the badges' colours
+
+
+def test_the_custom_status_is_shown_decoded_when_a_codec_encrypts_it(
+    admin_client,
+    review,
+    order,
+    workflow_clock,
+    codecs,  # noqa: F811
+):
+    codecs.write()
+    wf.start(review, {"id": order.id}, id="encrypted", subject=order)
+    wf.drain()
+    assert WorkflowInstance.objects.get(pk="encrypted").custom_status != "awaiting-review"
+
+    html = admin_client.get(order_page(order)).content.decode()
+
+    assert '<td class="field-custom_status_short">' in html
+    assert "<p>awaiting-review</p>" in html
 
 
 def test_each_row_links_to_the_instances_page(admin_client, reviewed):
