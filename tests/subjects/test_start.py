@@ -175,3 +175,18 @@ def test_the_subjects_content_type_is_read_once_per_model(review, order, workflo
         wf.list_instances(subject=order)
 
     assert not [q for q in queries if "django_content_type" in q["sql"]]
+
+
+def test_a_fork_is_about_its_originals_subject(define, order, workflow_clock):
+    @define("charges-once")
+    def charges(ctx, input):
+        ctx.step("charge", lambda step: "charged")
+        return ctx.step("ship", lambda step: "shipped")
+
+    wf.start("charges-once", {}, id="original", subject=order)
+    wf.drain()
+
+    forked = wf.fork("original", from_step="ship", new_id="rerun")
+
+    assert wf.get_status(forked.id).subject == "testapp.order:3f9a1c"
+    assert [s.id for s in wf.list_instances(subject=order)] == ["original", "rerun"]
