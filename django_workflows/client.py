@@ -38,6 +38,7 @@ from .store.deadlocks import retries_deadlocks
 from .store.published import latest_values
 from .store.signals import record_signal
 from .store.values import to_json
+from .subjects import subject_filter
 
 
 def start(
@@ -51,16 +52,20 @@ def start(
     concurrency_key: str | None = None,
     rate_limit_key: str | None = None,
     using: str | None = None,
+    subject: Any = None,
 ) -> StartResult:
     """Start an instance, or find the one with this id and input (`created=False`).
 
     Inside a step, an instance started without an id gets one derived from the step (its
     idempotency key, the workflow and the start's place among the step's starts of it), and a
-    retried step gets back the instance it started first, whatever the input.
+    retried step gets back the instance it started first, whatever the input. `subject`, a
+    saved model instance, links the instance to the object it is about (InstanceStatus.subject,
+    list_instances(subject=), WorkflowInstance.objects.for_subject()).
 
     Raises WorkflowNotFoundError for an unknown workflow, WorkflowIdConflictError when the id
     exists with another workflow or input, TypeError for an input that is not JSON, ValueError
-    for a bad duration, priority, key or id.
+    for a bad duration, priority, key or id, TypeError or ValueError for a subject that is not
+    a saved model instance.
     """
     definition = registry.resolve(workflow, version)
     step = running_step.get() if id is None else None
@@ -74,6 +79,7 @@ def start(
         concurrency_key=concurrency_key,
         rate_limit_key=rate_limit_key,
         using=database_alias(using),
+        subject=subject,
     )
 
 
@@ -152,8 +158,11 @@ def list_instances(
     limit: int = 100,
     offset: int = 0,
     using: str | None = None,
+    subject: Any = None,
 ) -> list[InstanceStatus]:
-    """Instances matching every filter, oldest first; a page of them."""
+    """Instances matching every filter, oldest first; a page of them. `subject`: those
+    started with `subject=` this saved model instance (TypeError or ValueError for anything
+    else)."""
     using = database_alias(using)
     statuses = [status] if isinstance(status, str) else list(status) if status else None
     for value in statuses or []:
@@ -161,6 +170,7 @@ def list_instances(
             raise ValueError(f"Unknown status {value!r}; use one of {', '.join(Status.values)}.")
     check_page(limit, offset)
     name = workflow.name if isinstance(workflow, Workflow) else workflow
+    about = None if subject is None else subject_filter(subject, using)
     rows = store.list_instances(
         using,
         statuses=statuses,
@@ -168,6 +178,7 @@ def list_instances(
         version=version,
         parent_id=parent_id,
         schedule_id=schedule_id,
+        subject=about,
         limit=limit,
         offset=offset,
     )

@@ -294,6 +294,9 @@ def _instance(
         concurrency_key=concurrency_key,
         rate_limit_key=rate_limit_key,
         forked_from=row.id,
+        # A rerun of what the original did is about the same object.
+        subject_type_id=row.subject_type_id,
+        subject_id=row.subject_id,
         created_at=now,
         updated_at=now,
     )

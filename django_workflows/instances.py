@@ -29,6 +29,7 @@ from .store.backends import backend
 from .store.deadlocks import retries_deadlocks
 from .store.published import latest_values
 from .store.values import to_json
+from .subjects import subject_key, subject_label
 
 
 def check_key(what: str, value: str | None, using: str, max_length: int = KEY_LENGTH) -> None:
@@ -80,10 +81,12 @@ def start_instance(
     parent_id: str | None = None,
     parent_close: str | None = None,
     repeated: bool = False,
+    subject: Any = None,
 ) -> StartResult:
     """start() of a resolved definition; a schedule's occurrence passes its id and time too,
     a child its parent's id and what becomes of it when the parent ends. `repeated`: the id
-    is a step's, whose repeat gets the instance back whatever its input."""
+    is a step's, whose repeat gets the instance back whatever its input. `subject`: the saved
+    model instance it is about (an existing instance keeps the subject it was started with)."""
     value = to_json(input, f'The input of workflow "{definition.name}"', using=using)
     if id is None:
         id = str(uuid.uuid4())
@@ -101,6 +104,9 @@ def start_instance(
     rate_limit_key = _key(definition, "rate_limit", rate_limit_key, value)
     check_key("concurrency_key", concurrency_key, using)
     check_key("rate_limit_key", rate_limit_key, using)
+    # Last of the checks: its content type lookup may query (a SELECT, before the INSERT).
+    subject_type, subject_id = (None, None) if subject is None else subject_key(subject, using)
+    check_key("The subject's primary key", subject_id, using)
     now = clock.now()
     instance = WorkflowInstance(
         id=id,
@@ -117,6 +123,8 @@ def start_instance(
         scheduled_at=scheduled_at,
         parent_id=parent_id,
         parent_close=parent_close,
+        subject_type=subject_type,
+        subject_id=subject_id,
         created_at=now,
         updated_at=now,
     )
@@ -259,4 +267,7 @@ def instance_status(
         values=values or {},
         generation=row.generation,
         forked_from=row.forked_from,
+        subject=subject_label(
+            row.subject_type_id, row.subject_id, row._state.db or database_alias()
+        ),
     )

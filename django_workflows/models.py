@@ -10,6 +10,7 @@ from django.db import models
 
 from .definitions import SCHEDULE_ID_LENGTH
 from .store.backends import backend
+from .subjects import subject_filter
 
 
 class Status(models.TextChoices):
@@ -64,6 +65,15 @@ class DueIndex(models.Index):
         return statement
 
 
+class WorkflowInstanceQuerySet(models.QuerySet["WorkflowInstance"]):
+    """WorkflowInstance.objects: the ORM's queries, and the instances about one subject."""
+
+    def for_subject(self, subject: Any) -> WorkflowInstanceQuerySet:
+        """The instances started with `subject=subject` (by the subject index). Raises
+        TypeError or ValueError for anything but a saved model instance."""
+        return self.filter(subject_filter(subject, self.db))
+
+
 class WorkflowInstance(models.Model):
     """One run of a workflow: its input, status, outcome, when it is next due, and its lease."""
 
@@ -112,6 +122,8 @@ class WorkflowInstance(models.Model):
     subject = GenericForeignKey("subject_type", "subject_id")
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
+
+    objects = WorkflowInstanceQuerySet.as_manager()
 
     class Meta:
         verbose_name = "workflow instance"

@@ -88,6 +88,8 @@ class InstanceStatus:
     generation: int = 0
     # The instance it was forked from (django_workflows.fork()), else None.
     forked_from: str | None = None
+    # The model instance it is about (start(subject=...)), "app_label.model:pk", else None.
+    subject: str | None = None
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from .browse import RateLimitWindowAdmin, SignalAdmin
 from .display import STATUS_COLOURS, status_badge
 from .instances import WorkflowInstanceAdmin
 from .schedules import WorkflowScheduleAdmin
+from .subjects import WorkflowInstanceInline
 from .timeline import build_timeline
 
 __all__ = [
@@ -21,6 +22,7 @@ __all__ = [
     "RateLimitWindowAdmin",
     "SignalAdmin",
     "WorkflowInstanceAdmin",
+    "WorkflowInstanceInline",
     "WorkflowScheduleAdmin",
     "build_timeline",
     "status_badge",

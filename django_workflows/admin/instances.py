@@ -46,6 +46,7 @@ from .display import (
     status_badge,
 )
 from .forks import ForkAdmin, fork_refusal
+from .subjects import SubjectAdmin
 from .timeline import build_timeline, journal_row
 
 CHILDREN_SHOWN = 100
@@ -54,7 +55,7 @@ CHILDREN_SHOWN = 100
 ACTIONS = ("cancel", "terminate", "retry", "resume", "fork", "delete", "force_delete")
 
 
-class WorkflowInstanceAdmin(ForkAdmin, ReadOnlyAdmin):
+class WorkflowInstanceAdmin(SubjectAdmin, ForkAdmin, ReadOnlyAdmin):
     list_display = (
         "id",
         "status_badge",
@@ -94,6 +95,7 @@ class WorkflowInstanceAdmin(ForkAdmin, ReadOnlyAdmin):
             {
                 "fields": (
                     "waits_list",
+                    "subject_link",
                     "parent_link",
                     ("schedule_link", "scheduled_at"),
                     "children",
@@ -135,6 +137,7 @@ class WorkflowInstanceAdmin(ForkAdmin, ReadOnlyAdmin):
         "forked_from_link",
         "forks_list",
         "waits_list",
+        "subject_link",
         "input_json",
         "output_json",
         "published_values",

@@ -125,9 +125,12 @@ def list_instances(
     version: int | None = None,
     parent_id: str | None = None,
     schedule_id: str | None = None,
+    subject: Q | None = None,
     limit: int = 100,
     offset: int = 0,
 ) -> list[WorkflowInstance]:
+    """A page of instances matching every filter, oldest first; `subject` is the condition
+    subjects.subject_filter() gives."""
     rows = WorkflowInstance.objects.using(using).order_by("created_at", "id")
     if statuses:
         rows = rows.filter(status__in=statuses)
@@ -139,6 +142,8 @@ def list_instances(
         rows = rows.filter(parent_id=parent_id)
     if schedule_id is not None:
         rows = rows.filter(schedule_id=schedule_id)
+    if subject is not None:
+        rows = rows.filter(subject)
     return list(rows[offset : offset + limit])
 
 

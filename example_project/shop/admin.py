@@ -8,6 +8,8 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 
+from django_workflows.admin import WorkflowInstanceInline
+
 from .models import Charge, Delivery, Order, OutgoingMail, Refund, Reservation, Stock
 
 
@@ -30,6 +32,8 @@ class OrderAdmin(ReadOnlyAdmin):
     list_filter = ["status", "shipping"]
     search_fields = ["id", "user_id"]
     date_hierarchy = "created_at"
+    # The order's page lists the workflow instances started with `subject=` the order.
+    inlines = [WorkflowInstanceInline]
 
 
 @admin.register(Delivery)

@@ -1,4 +1,5 @@
-"""Models the tests' workflows write to (a `Ledger`, for example); no migrations needed."""
+"""Models the tests' workflows write to (a `Ledger`, for example), and workflows' subjects;
+no migrations needed (the test database is built from the models)."""
 
 from django.db import models
 
@@ -38,3 +39,21 @@ class Purchase(models.Model):
 
     def __str__(self) -> str:
         return f"purchase {self.reference}"
+
+
+class Order(models.Model):
+    """A business object keyed by a string, as the shop's orders are: a workflow's subject."""
+
+    # Longer than an instance's subject_id (255), so that a test can try a key that cannot fit.
+    id = models.CharField(primary_key=True, max_length=300)
+    customer = models.CharField(max_length=64, default="u_42")
+
+    def __str__(self) -> str:
+        return f"Order {self.id}"
+
+
+class ProxyOrder(Order):
+    """The same rows as Order: its instances are Order's."""
+
+    class Meta:
+        proxy = True
