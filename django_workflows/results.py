@@ -88,6 +88,9 @@ class InstanceStatus:
     generation: int = 0
     # The instance it was forked from (django_workflows.fork()), else None.
     forked_from: str | None = None
+    # Its tags, sorted, and its search attributes (name to value, a datetime aware in UTC).
+    tags: list[str] = field(default_factory=list)
+    attributes: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
