@@ -92,7 +92,9 @@ def start_instance(
     value = to_json(input, f'The input of workflow "{definition.name}"', using=using)
     merged = check_tags(tags, static=definition.tags) if tags is not None or definition.tags else []
     # Checked here, before any SQL: the caller's transaction stays usable when one is refused.
-    searchable_values: dict[str, Any] = check_attributes(attributes) if attributes is not None else {}
+    searchable_values: dict[str, Any] = (
+        check_attributes(attributes) if attributes is not None else {}
+    )
     if id is None:
         id = str(uuid.uuid4())
     check_key("The instance id", id, using)

@@ -49,9 +49,9 @@ def write(using: str, id: str, changes: dict[str, Stored | None]) -> None:
     removed = [name for name, value in changes.items() if value is None]
     kept = {name: value for name, value in changes.items() if value is not None}
     if removed:
-        InstanceAttribute.objects.using(using).filter(
-            instance_id=id, name__in=removed
-        )._raw_delete(using)
+        InstanceAttribute.objects.using(using).filter(instance_id=id, name__in=removed)._raw_delete(
+            using
+        )
     if kept:
         InstanceAttribute.objects.using(using).bulk_create(
             [_row(id, name, value) for name, value in kept.items()],
@@ -65,9 +65,7 @@ def names(using: str, id: str) -> set[str]:
     return set(rows.values_list("name", flat=True))
 
 
-def load(
-    using: str, ids: Iterable[str]
-) -> tuple[dict[str, list[str]], dict[str, dict[str, Any]]]:
+def load(using: str, ids: Iterable[str]) -> tuple[dict[str, list[str]], dict[str, dict[str, Any]]]:
     """The tags (sorted) and the attributes (by name, in their Python types) of the instances
     `ids`: one query per table, none for no ids."""
     ids = list(ids)

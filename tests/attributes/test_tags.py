@@ -60,7 +60,13 @@ def test_attributes_come_back_in_their_python_types(tagged):
     assert found["placed"].utcoffset() == timedelta(0)  # aware, in UTC
     assert found["placed"] == placed.astimezone(UTC)
     kinds = dict(InstanceAttribute.objects.filter(instance_id="o3").values_list("name", "kind"))
-    assert kinds == {"tier": "str", "amount": "int", "ratio": "float", "vip": "bool", "placed": "datetime"}
+    assert kinds == {
+        "tier": "str",
+        "amount": "int",
+        "ratio": "float",
+        "vip": "bool",
+        "placed": "datetime",
+    }
 
 
 def test_list_instances_fills_tags_and_attributes_with_one_query_a_table(tagged):
