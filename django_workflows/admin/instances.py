@@ -46,6 +46,7 @@ from .display import (
     status_badge,
 )
 from .forks import ForkAdmin, fork_refusal
+from .tags import TagFilter, TagsAdmin
 from .timeline import build_timeline, journal_row
 
 CHILDREN_SHOWN = 100
@@ -54,7 +55,7 @@ CHILDREN_SHOWN = 100
 ACTIONS = ("cancel", "terminate", "retry", "resume", "fork", "delete", "force_delete")
 
 
-class WorkflowInstanceAdmin(ForkAdmin, ReadOnlyAdmin):
+class WorkflowInstanceAdmin(TagsAdmin, ForkAdmin, ReadOnlyAdmin):
     list_display = (
         "id",
         "status_badge",
@@ -66,10 +67,12 @@ class WorkflowInstanceAdmin(ForkAdmin, ReadOnlyAdmin):
         "generation",
         "updated_at",
     )
-    list_filter = ("status", "workflow", "version", "schedule_id")
+    list_filter = ("status", "workflow", "version", TagFilter, "schedule_id")
     date_hierarchy = "created_at"
     search_fields = ("id", "parent_id")
-    search_help_text = "Instance id, or part of one (also matches parent ids)."
+    search_help_text = (
+        "Instance id, or part of one (also matches parent ids), or a tag; tag:<tag> for a tag only."
+    )
     show_full_result_count = False
     list_per_page = 50
     ordering = ("-created_at", "id")
@@ -102,6 +105,7 @@ class WorkflowInstanceAdmin(ForkAdmin, ReadOnlyAdmin):
             },
         ),
         ("Data", {"fields": ("input_json", "output_json", "published_values", "error_summary")}),
+        ("Tags and search attributes", {"fields": ("tags_list", "attributes_table")}),
         (
             "Lease and requests",
             {
@@ -139,6 +143,8 @@ class WorkflowInstanceAdmin(ForkAdmin, ReadOnlyAdmin):
         "output_json",
         "published_values",
         "error_summary",
+        "tags_list",
+        "attributes_table",
         "lease_owner",
         "lease_until",
         "cancel_requested",
