@@ -3,7 +3,8 @@
     BENCH_DB_NAME=workflows_attributes python benchmarks/attributes.py --db postgres \
         [--instances 1000000] [--runs 7] [--explain]
 
-Drops, re-creates and migrates the benchmark database (benchmarks/settings.py; BENCH_DB_NAME
+With --reuse, measures the database a previous run filled. Otherwise drops, re-creates and
+migrates the benchmark database (benchmarks/settings.py; BENCH_DB_NAME
 names it, default here `workflows_attributes`), then fills it with plain bulk_create() batches:
 N completed instances, each with four search attributes (`tier`: one of five strings, `amount`:
 an int from 0 to 99,999, `placed`: a datetime over a year, `vip`: a bool, true for one in ten;
@@ -123,8 +124,8 @@ def measure(runs: int, explain: bool) -> None:
         rows = WorkflowInstance.objects.order_by("created_at", "id")
         if "tag" in options:
             rows = rows.filter(searchable.tagged(options["tag"]))
-        for condition in conditions(options.get("attributes", {})):
-            rows = rows.filter(searchable.matching(condition))
+        for condition in searchable.matching(conditions(options.get("attributes", {}))):
+            rows = rows.filter(condition)
         timings, query = [], []
         for _ in range(runs):
             began = time.perf_counter()
@@ -143,12 +144,29 @@ def measure(runs: int, explain: bool) -> None:
             print("    " + rows[:100].explain().replace("\n", "\n    "))
 
 
+def analyze(db: str) -> None:
+    """Fresh statistics for the planner."""
+    from django.db import connection
+
+    tables = (
+        "django_workflows_workflowinstance, django_workflows_instanceattribute, "
+        "django_workflows_instancetag"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(f"ANALYZE TABLE {tables}" if db == "mysql" else "ANALYZE")
+        if db == "mysql":
+            cursor.fetchall()
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--db", choices=["sqlite", "postgres", "mysql"], default="postgres")
     parser.add_argument("--instances", type=int, default=1_000_000)
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--explain", action="store_true")
+    parser.add_argument(
+        "--reuse", action="store_true", help="measure the database a previous run filled"
+    )
     args = parser.parse_args(argv)
     os.environ.setdefault("BENCH_DB_NAME", "workflows_attributes")
     os.environ.update(DB=args.db, DJANGO_SETTINGS_MODULE=SETTINGS)
@@ -160,25 +178,17 @@ def main(argv: list[str] | None = None) -> None:
     from benchmarks.run import recreate_database
 
     settings.DATABASES  # noqa: B018 - load the settings before django.setup()
-    recreate_database(args.db)
+    if not args.reuse:
+        recreate_database(args.db)
     django.setup()
     from django.core.management import call_command
-    from django.db import connection
 
-    call_command("migrate", verbosity=0)
-    print(f"database: {args.db} {connection.vendor} {settings.DATABASES['default']['NAME']}")
-    print(f"filling {args.instances:,} instances, 4 attributes and 1 tag each")
-    fill(args.instances)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "ANALYZE"
-            if connection.vendor != "mysql"
-            else "ANALYZE TABLE "
-            "django_workflows_workflowinstance, django_workflows_instanceattribute, "
-            "django_workflows_instancetag"
-        )
-        if connection.vendor == "mysql":
-            cursor.fetchall()
+    print(f"database: {args.db} {settings.DATABASES['default']['NAME']}")
+    if not args.reuse:
+        call_command("migrate", verbosity=0)
+        print(f"filling {args.instances:,} instances, 4 attributes and 1 tag each")
+        fill(args.instances)
+        analyze(args.db)
     print(f"list_instances() of a page of 100, {args.runs} runs each:")
     measure(args.runs, args.explain)
 

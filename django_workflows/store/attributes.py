@@ -87,15 +87,27 @@ def tagged(tag: str) -> Q:
     return Q(Exists(InstanceTag.objects.filter(instance_id=OuterRef("pk"), tag=tag)))
 
 
-def matching(condition: Condition) -> Q:
-    """Instances whose attribute meets `condition`: an EXISTS on the (name, <column>) index."""
-    rows = InstanceAttribute.objects.filter(instance_id=OuterRef("pk"), name=condition.name)
-    if condition.lookup == "isnull":
-        has = Exists(rows)
-        return ~Q(has) if condition.value else Q(has)
-    rows = rows.filter(**{f"{condition.column}__{condition.lookup}": condition.value})
-    if len(condition.kinds) == 1:
-        rows = rows.filter(kind=condition.kinds[0])
-    elif condition.kinds:
-        rows = rows.filter(kind__in=condition.kinds)
-    return Q(Exists(rows))
+def matching(conditions: list[Condition]) -> list[Q]:
+    """Instances whose attributes meet every one of `conditions`: one EXISTS per attribute
+    name on its (name, <column>) index, the conditions on one name in one EXISTS (an instance
+    has one row a name, so they hold on that row together: `amount__gte` with `amount__lt` is
+    one range of the index); `isnull` an EXISTS (or NOT EXISTS) of its own."""
+    found: list[Q] = []
+    by_name: dict[str, Q] = {}
+    for condition in conditions:
+        if condition.lookup == "isnull":
+            has = Exists(_rows(condition.name))
+            found.append(~Q(has) if condition.value else Q(has))
+            continue
+        where = Q(**{f"{condition.column}__{condition.lookup}": condition.value})
+        if len(condition.kinds) == 1:
+            where &= Q(kind=condition.kinds[0])
+        elif condition.kinds:
+            where &= Q(kind__in=condition.kinds)
+        by_name[condition.name] = by_name.get(condition.name, Q()) & where
+    found += [Q(Exists(_rows(name).filter(where))) for name, where in by_name.items()]
+    return found
+
+
+def _rows(name: str) -> Any:
+    return InstanceAttribute.objects.filter(instance_id=OuterRef("pk"), name=name)

@@ -146,8 +146,8 @@ def list_instances(
     rows = WorkflowInstance.objects.using(using).order_by("created_at", "id")
     if tag is not None:
         rows = rows.filter(searchable.tagged(tag))
-    for condition in attributes or []:
-        rows = rows.filter(searchable.matching(condition))
+    for condition in searchable.matching(attributes or []):
+        rows = rows.filter(condition)
     if statuses:
         rows = rows.filter(status__in=statuses)
     if workflow is not None:
