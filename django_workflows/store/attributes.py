@@ -59,6 +59,21 @@ def write(using: str, id: str, changes: dict[str, Stored | None]) -> None:
         )
 
 
+def copy(using: str, source: str, id: str) -> None:
+    """Give instance `id` (a fork, just inserted) the tags and attributes instance `source` has."""
+    tags = InstanceTag.objects.using(using).filter(instance_id=source).values_list("tag", flat=True)
+    rows = InstanceAttribute.objects.using(using).filter(instance_id=source)
+    create(
+        using,
+        id,
+        list(tags),
+        {
+            name: Stored(kind, text, number, moment)
+            for name, kind, text, number, moment in rows.values_list("name", *_COLUMNS)
+        },
+    )
+
+
 def names(using: str, id: str) -> set[str]:
     """The names of instance `id`'s attributes."""
     rows = InstanceAttribute.objects.using(using).filter(instance_id=id)

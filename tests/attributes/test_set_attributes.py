@@ -146,3 +146,17 @@ def test_delete_and_purge_remove_the_rows(define, workflow_clock):
     assert wf.purge(older_than="1d").instances == 2
     assert not InstanceTag.objects.exists()
     assert not InstanceAttribute.objects.exists()
+
+
+def test_a_fork_starts_with_the_originals_tags_and_attributes(progressing):
+    wf.start("sets-attributes", {"amount": 30}, id="orig", tags=["x"], attributes={"tier": "pro"})
+    wf.drain()
+    forked = wf.fork("orig", from_step="reserve", new_id="forked")
+    assert forked.created
+    status = wf.get_status("forked")
+    assert status.tags == ["ops", "x"]
+    assert status.attributes == {"stage": "waiting", "placed": PLACED, "amount": 30}
+    wf.drain()  # reruns from the step: its own calls write again
+    assert wf.get_status("forked").status == "suspended"
+    assert wf.get_status("forked").attributes["stage"] == "waiting"
+    assert [s.id for s in wf.list_instances(tag="x")] == ["orig", "forked"]
