@@ -160,3 +160,20 @@ def test_a_fork_starts_with_the_originals_tags_and_attributes(progressing):
     assert wf.get_status("forked").status == "suspended"
     assert wf.get_status("forked").attributes["stage"] == "waiting"
     assert [s.id for s in wf.list_instances(tag="x")] == ["orig", "forked"]
+
+
+def test_attributes_stay_when_the_instance_continues_as_new(define):
+    @define("continues-with-attributes", tags=["loop"])
+    def run(ctx, input):
+        ctx.set_attributes(round=input)
+        if input < 2:
+            ctx.continue_as_new(input + 1)
+        return input
+
+    wf.start("continues-with-attributes", 0, id="again", attributes={"first": True})
+    for _ in range(4):
+        wf.drain()
+    status = wf.get_status("again")
+    assert status.status == "completed" and status.generation == 2
+    assert status.attributes == {"first": True, "round": 2}
+    assert status.tags == ["loop"]
