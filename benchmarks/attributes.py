@@ -97,6 +97,7 @@ def fill(instances: int) -> None:
 
 
 QUERIES: list[tuple[str, dict[str, Any]]] = [
+    ("no condition (what a page costs)", {}),
     ("amount__gte=99_000 (1 %)", {"attributes": {"amount__gte": 99_000}}),
     ("amount__gte=1000 (99 %)", {"attributes": {"amount__gte": 1000}}),
     ('tier="pro" (20 %)', {"attributes": {"tier": "pro"}}),
