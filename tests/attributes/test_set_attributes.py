@@ -177,3 +177,17 @@ def test_attributes_stay_when_the_instance_continues_as_new(define):
     assert status.status == "completed" and status.generation == 2
     assert status.attributes == {"first": True, "round": 2}
     assert status.tags == ["loop"]
+
+
+def test_set_attributes_inside_a_step_is_refused(define):
+    @define("sets-from-a-step")
+    def run(ctx, input):
+        ctx.step("inside", lambda step: ctx.set_attributes(stage=1))
+
+    wf.start("sets-from-a-step", id="inside")
+    wf.drain()
+    status = wf.get_status("inside")
+    assert status.status == "failed"
+    assert status.error["name"] == "WorkflowDefinitionError"
+    assert "ctx.set_attributes()" in status.error["message"]
+    assert status.attributes == {}
