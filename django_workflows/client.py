@@ -12,6 +12,7 @@ from typing import Any
 from django.db import connections, transaction
 
 from . import clock, wakeups
+from .attributes import conditions as attribute_conditions
 from .conf import database_alias
 from .definitions import Workflow, WorkflowSignal
 from .durations import Duration, parse_duration
@@ -28,10 +29,11 @@ from .instances import (
     start_instance,
     wake_on_commit,
 )
-from .models import Status
+from .models import TAG_LENGTH, Status
 from .registry import registry
 from .results import CancelResult, InstanceStatus, SignalResult, StartResult
 from .scope import running_step
+from .store import attributes as searchable
 from .store import instances as store
 from .store import payloads
 from .store.deadlocks import retries_deadlocks
@@ -51,10 +53,16 @@ def start(
     priority: int | None = None,
     concurrency_key: str | None = None,
     rate_limit_key: str | None = None,
+    tags: list[str] | None = None,
+    attributes: dict[str, Any] | None = None,
     using: str | None = None,
     subject: Any = None,
 ) -> StartResult:
     """Start an instance, or find the one with this id and input (`created=False`).
+
+    `tags` (with the workflow's static ones) and search `attributes` (str, int, float, bool or
+    aware datetime values) are written with the instance, plain even with a codec; an existing
+    instance keeps its own.
 
     Inside a step, an instance started without an id gets one derived from the step (its
     idempotency key, the workflow and the start's place among the step's starts of it), and a
@@ -64,8 +72,8 @@ def start(
 
     Raises WorkflowNotFoundError for an unknown workflow, WorkflowIdConflictError when the id
     exists with another workflow or input, TypeError for an input that is not JSON, ValueError
-    for a bad duration, priority, key or id, TypeError or ValueError for a subject that is not
-    a saved model instance.
+    for a bad duration, priority, key or id; TypeError or ValueError for a subject that is not
+    a saved model instance, or for bad tags or attributes.
     """
     definition = registry.resolve(workflow, version)
     step = running_step.get() if id is None else None
@@ -78,6 +86,8 @@ def start(
         priority=priority,
         concurrency_key=concurrency_key,
         rate_limit_key=rate_limit_key,
+        tags=tags,
+        attributes=attributes,
         using=database_alias(using),
         subject=subject,
     )
@@ -143,9 +153,22 @@ def get_status(
     if children:
         rows = store.list_instances(using, parent_id=id, limit=10_000)
         kid_waits = store.load_waits(using, [r.id for r in rows])
-        kids = [instance_status(r, kid_waits.get(r.id, []), strict=False) for r in rows]
+        kid_tags, kid_attributes = searchable.load(using, [r.id for r in rows])
+        kids = [
+            instance_status(
+                r,
+                kid_waits.get(r.id, []),
+                strict=False,
+                tags=kid_tags.get(r.id),
+                attributes=kid_attributes.get(r.id),
+            )
+            for r in rows
+        ]
     values = latest_values(using, [id]).get(id)
-    return instance_status(row, waits, entries, kids, values=values)
+    tags, attributes = searchable.load(using, [id])
+    return instance_status(
+        row, waits, entries, kids, values=values, tags=tags.get(id), attributes=attributes.get(id)
+    )
 
 
 def list_instances(
@@ -155,15 +178,25 @@ def list_instances(
     version: int | None = None,
     parent_id: str | None = None,
     schedule_id: str | None = None,
+    tag: str | None = None,
+    attributes: dict[str, Any] | None = None,
     limit: int = 100,
     offset: int = 0,
     using: str | None = None,
     subject: Any = None,
 ) -> list[InstanceStatus]:
-    """Instances matching every filter, oldest first; a page of them. `subject`: those
-    started with `subject=` this saved model instance (TypeError or ValueError for anything
-    else)."""
+    """Instances matching every filter, oldest first; a page of them.
+
+    `subject`: those started with `subject=` this saved model instance. `tag`: instances with
+    that tag. `attributes`: a dict of conditions on search attributes, each key an attribute
+    name with an optional Django lookup (`exact`, `gt`, `gte`, `lt`, `lte`, `in`, `isnull`), as
+    in `{"amount__gte": 1000, "tier": "pro"}`; an int and a float compare as numbers. TypeError
+    or ValueError for a subject that is not a saved model instance, a bad tag, lookup, name or
+    value.
+    """
     using = database_alias(using)
+    check_key("tag", tag, using, TAG_LENGTH)
+    conditions = attribute_conditions(attributes) if attributes is not None else None
     statuses = [status] if isinstance(status, str) else list(status) if status else None
     for value in statuses or []:
         if value not in Status.values:
@@ -179,13 +212,25 @@ def list_instances(
         parent_id=parent_id,
         schedule_id=schedule_id,
         subject=about,
+        tag=tag,
+        attributes=conditions,
         limit=limit,
         offset=offset,
     )
-    waits = store.load_waits(using, [r.id for r in rows])
-    values = latest_values(using, [r.id for r in rows], strict=False)
+    ids = [r.id for r in rows]
+    waits = store.load_waits(using, ids)
+    values = latest_values(using, ids, strict=False)
+    tags, found = searchable.load(using, ids)
     return [
-        instance_status(r, waits.get(r.id, []), strict=False, values=values.get(r.id)) for r in rows
+        instance_status(
+            r,
+            waits.get(r.id, []),
+            strict=False,
+            values=values.get(r.id),
+            tags=tags.get(r.id),
+            attributes=found.get(r.id),
+        )
+        for r in rows
     ]
 
 

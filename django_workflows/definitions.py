@@ -236,6 +236,8 @@ class Workflow:
     concurrency: tuple[Concurrency, ...] = ()
     rate_limit: tuple[RateLimit, ...] = ()
     schedules: tuple[Schedule, ...] = ()
+    # Static tags (@workflow(tags=...)), merged with each start's; checked and sorted.
+    tags: tuple[str, ...] = ()
     target: Any = field(default=None, repr=False)
     # Update name -> validator `(status, arg)`, filled by @<workflow>.validator(name).
     validators: dict[str, Callable[[Any, Any], Any]] = field(default_factory=dict, repr=False)

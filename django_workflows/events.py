@@ -33,6 +33,7 @@ EVENT_TYPES = (
     "workflow-compensation-failed",
     "journal-large",
     "value-set",
+    "attributes-set",
     "patch-marked",
     "workflow-retried",
     "workflow-forked",
@@ -55,6 +56,7 @@ _DEBUG = {
     "workflow-suspended",
     "workflow-resumed",
     "value-set",
+    "attributes-set",
     "patch-marked",
 }
 _UNLOGGED = ("output", "value")  # payloads: large, and a codec keeps them out of the logs too

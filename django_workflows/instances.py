@@ -15,6 +15,7 @@ from typing import Any
 from django.db import connections, transaction
 
 from . import clock, wakeups
+from .attributes import check_attributes, check_tags
 from .conf import database_alias
 from .definitions import Workflow, check_priority
 from .durations import Duration, parse_duration
@@ -23,6 +24,7 @@ from .jsonvalues import MAX_MESSAGE, check_text
 from .models import KEY_LENGTH, Status, WorkflowInstance
 from .results import CancelResult, InstanceStatus, JournalEntry, StartResult, Wait
 from .schedules.ids import is_occurrence_id
+from .store import attributes as searchable
 from .store import instances as store
 from .store import payloads
 from .store.backends import backend
@@ -82,12 +84,21 @@ def start_instance(
     parent_close: str | None = None,
     repeated: bool = False,
     subject: Any = None,
+    tags: Any = None,
+    attributes: Any = None,
 ) -> StartResult:
     """start() of a resolved definition; a schedule's occurrence passes its id and time too,
     a child its parent's id and what becomes of it when the parent ends. `repeated`: the id
     is a step's, whose repeat gets the instance back whatever its input. `subject`: the saved
-    model instance it is about (an existing instance keeps the subject it was started with)."""
+    model instance it is about (an existing instance keeps the subject it was started with).
+    `tags` (with the definition's own) and `attributes` are written with a created instance
+    only."""
     value = to_json(input, f'The input of workflow "{definition.name}"', using=using)
+    merged = check_tags(tags, static=definition.tags) if tags is not None or definition.tags else []
+    # Checked here, before any SQL: the caller's transaction stays usable when one is refused.
+    searchable_values: dict[str, Any] = (
+        check_attributes(attributes) if attributes is not None else {}
+    )
     if id is None:
         id = str(uuid.uuid4())
     check_key("The instance id", id, using)
@@ -132,7 +143,9 @@ def start_instance(
     @retries_deadlocks
     def create(using: str) -> tuple[WorkflowInstance, bool]:
         with transaction.atomic(using=using, savepoint=False):
-            stored, created = store.create_instance(using, instance)
+            stored, created = store.create_instance(
+                using, instance, tags=merged, attributes=searchable_values
+            )
             if created:
                 wake_on_commit(using)
             return stored, created
@@ -211,7 +224,11 @@ def request_cancel(
     # Not strict: an instance whose payloads the codec cannot read can still be cancelled.
     waits = store.load_waits(using, [id]).get(id, [])
     values = latest_values(using, [id], strict=False).get(id)
-    return CancelResult(accepted, instance_status(row, waits, strict=False, values=values))
+    tags, attributes = searchable.load(using, [id])
+    status = instance_status(
+        row, waits, strict=False, values=values, tags=tags.get(id), attributes=attributes.get(id)
+    )
+    return CancelResult(accepted, status)
 
 
 def _journal_entry(name: str, doc: dict[str, Any]) -> JournalEntry:
@@ -236,6 +253,8 @@ def instance_status(
     *,
     strict: bool = True,
     values: dict[str, Any] | None = None,
+    tags: list[str] | None = None,
+    attributes: dict[str, Any] | None = None,
 ) -> InstanceStatus:
     """The row as the client returns it (an InstanceStatus), its payloads decoded. Not strict: a payload the codec
     cannot read is None (list_instances() shows such an instance without its payloads)."""
@@ -270,4 +289,6 @@ def instance_status(
         subject=subject_label(
             row.subject_type_id, row.subject_id, row._state.db or database_alias()
         ),
+        tags=tags or [],
+        attributes=attributes or {},
     )

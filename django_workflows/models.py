@@ -8,6 +8,7 @@ from django.contrib.contenttypes.fields import GenericForeignKey
 from django.contrib.contenttypes.models import ContentType
 from django.db import models
 
+from .attributes import ATTRIBUTE_NAME_LENGTH, ATTRIBUTE_TEXT_LENGTH, TAG_LENGTH
 from .definitions import SCHEDULE_ID_LENGTH
 from .store.backends import backend
 from .subjects import subject_filter
@@ -33,9 +34,6 @@ FINISHED = (Status.COMPLETED, Status.FAILED, Status.CANCELLED, Status.COMPENSATI
 # InnoDB caps an index key at 3,072 bytes: a journal entry's (instance id, name) takes 255 + 512.
 KEY_LENGTH = 255
 JOURNAL_NAME_LENGTH = 512
-TAG_LENGTH = 100
-ATTRIBUTE_NAME_LENGTH = 100
-ATTRIBUTE_TEXT_LENGTH = 255
 
 
 class KeyField(models.CharField):

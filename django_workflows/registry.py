@@ -7,6 +7,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .attributes import check_tags
 from .definitions import Concurrency, RateLimit, Schedule, Workflow
 from .durations import Duration, parse_duration
 from .errors import WorkflowDefinitionError, WorkflowNotFoundError
@@ -95,8 +96,12 @@ def workflow(
     concurrency: Concurrency | Sequence[Concurrency] | None = None,
     rate_limit: RateLimit | Sequence[RateLimit] | None = None,
     schedules: Sequence[Schedule] = (),
+    tags: Sequence[str] | None = None,
 ) -> Callable[[Any], Workflow]:
-    """Register a function `(ctx, input)`, or a class with `run(self, ctx, input)`, as a workflow."""
+    """Register a function `(ctx, input)`, or a class with `run(self, ctx, input)`, as a workflow.
+
+    `tags`: static tags every instance of this version gets, with those its start gives
+    (TypeError or ValueError for tags that are not strings, empty, too long or too many)."""
     if not isinstance(name, str) or not name:
         raise ValueError("A workflow needs a non-empty name.")
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
@@ -104,6 +109,7 @@ def workflow(
     run_timeout = None if timeout is None else parse_duration(timeout, f"Workflow {name!r} timeout")
     limits = _as_tuple(concurrency, Concurrency)
     rates = _as_tuple(rate_limit, RateLimit)
+    static_tags = tuple(check_tags(tags, f"Workflow {name!r}: tags")) if tags is not None else ()
     for schedule in schedules:
         if not isinstance(schedule, Schedule):
             raise ValueError(
@@ -132,6 +138,7 @@ def workflow(
             concurrency=limits,
             rate_limit=rates,
             schedules=tuple(schedules),
+            tags=static_tags,
             target=target,
         )
         registry.register(definition)

@@ -90,6 +90,9 @@ class InstanceStatus:
     forked_from: str | None = None
     # The model instance it is about (start(subject=...)), "app_label.model:pk", else None.
     subject: str | None = None
+    # Its tags, sorted, and its search attributes (name to value, a datetime aware in UTC).
+    tags: list[str] = field(default_factory=list)
+    attributes: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

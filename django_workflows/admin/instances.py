@@ -47,6 +47,7 @@ from .display import (
 )
 from .forks import ForkAdmin, fork_refusal
 from .subjects import SubjectAdmin
+from .tags import TagFilter, TagsAdmin
 from .timeline import build_timeline, journal_row
 
 CHILDREN_SHOWN = 100
@@ -55,7 +56,7 @@ CHILDREN_SHOWN = 100
 ACTIONS = ("cancel", "terminate", "retry", "resume", "fork", "delete", "force_delete")
 
 
-class WorkflowInstanceAdmin(SubjectAdmin, ForkAdmin, ReadOnlyAdmin):
+class WorkflowInstanceAdmin(SubjectAdmin, TagsAdmin, ForkAdmin, ReadOnlyAdmin):
     list_display = (
         "id",
         "status_badge",
@@ -67,10 +68,12 @@ class WorkflowInstanceAdmin(SubjectAdmin, ForkAdmin, ReadOnlyAdmin):
         "generation",
         "updated_at",
     )
-    list_filter = ("status", "workflow", "version", "schedule_id")
+    list_filter = ("status", "workflow", "version", TagFilter, "schedule_id")
     date_hierarchy = "created_at"
     search_fields = ("id", "parent_id")
-    search_help_text = "Instance id, or part of one (also matches parent ids)."
+    search_help_text = (
+        "Instance id, or part of one (also matches parent ids), or a tag; tag:<tag> for a tag only."
+    )
     show_full_result_count = False
     list_per_page = 50
     ordering = ("-created_at", "id")
@@ -104,6 +107,7 @@ class WorkflowInstanceAdmin(SubjectAdmin, ForkAdmin, ReadOnlyAdmin):
             },
         ),
         ("Data", {"fields": ("input_json", "output_json", "published_values", "error_summary")}),
+        ("Tags and search attributes", {"fields": ("tags_list", "attributes_table")}),
         (
             "Lease and requests",
             {
@@ -142,6 +146,8 @@ class WorkflowInstanceAdmin(SubjectAdmin, ForkAdmin, ReadOnlyAdmin):
         "output_json",
         "published_values",
         "error_summary",
+        "tags_list",
+        "attributes_table",
         "lease_owner",
         "lease_until",
         "cancel_requested",

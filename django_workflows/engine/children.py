@@ -87,8 +87,11 @@ def start_child(
     priority: int | None,
     concurrency_key: str | None,
     rate_limit_key: str | None,
+    tags: Any = None,
+    attributes: Any = None,
 ) -> ChildHandle:
-    """Start the child once (a replay gets the same one back) and return its handle."""
+    """Start the child once (a replay gets the same one back) and return its handle; its
+    `tags` and search `attributes` are checked as start()'s are."""
     x._guard_step("ctx.start_child()")
     if parent_close not in PARENT_CLOSE:
         raise errors.WorkflowDefinitionError(
@@ -119,6 +122,8 @@ def start_child(
             rate_limit_key=rate_limit_key,
             parent_id=x.instance.id,
             parent_close=parent_close,
+            tags=tags,
+            attributes=attributes,
         ),
         "the start of a child",
     )

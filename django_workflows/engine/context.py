@@ -15,6 +15,7 @@ from ..durations import Duration
 from ..results import WaitOutcome
 from . import (
     approvals,
+    attributes,
     children,
     compensations,
     continuation,
@@ -162,6 +163,8 @@ class WorkflowContext:
         priority: int | None = None,
         concurrency_key: str | None = None,
         rate_limit_key: str | None = None,
+        tags: list[str] | None = None,
+        attributes: dict[str, Any] | None = None,
     ) -> ChildHandle:
         """Start a child workflow (once: a replay gets the same child back); its handle.
 
@@ -169,6 +172,7 @@ class WorkflowContext:
         children in this run; give children started from gather() branches an id of your own.
         `parent_close` says what becomes of the child if it is still running when this instance
         ends or starts compensating: "cancel" (the default), "terminate" or "abandon".
+        `tags` and search `attributes`: the child's own, as start() takes them.
         """
         return children.start_child(
             self._x,
@@ -181,6 +185,8 @@ class WorkflowContext:
             priority=priority,
             concurrency_key=concurrency_key,
             rate_limit_key=rate_limit_key,
+            tags=tags,
+            attributes=attributes,
         )
 
     def execute_child(self, workflow: Any, input: Any = None, **options: Any) -> Any:
@@ -228,6 +234,11 @@ class WorkflowContext:
         """Publish `value` (JSON, at most 64 KiB) as the value `name`, written at once; the
         latest of a name is what django_workflows.get_value() returns."""
         values.set_value(self._x, name, value)
+
+    def set_attributes(self, **values: Any) -> None:
+        """Set search attributes (str, int, float, bool or aware datetime; None removes one),
+        written at once, journaled: a replay writes nothing again."""
+        attributes.set_attributes(self._x, values)
 
     def set_status(self, value: Any) -> None:
         """Set the custom status (JSON, at most 16 KiB; None clears it), written with the next write."""

@@ -95,13 +95,17 @@ class Runtime(Stops):
         signal: dict[str, Any] | None = None,
         announce: bool = False,
         restart: bool = False,
+        attributes: dict[str, Any] | None = None,
     ) -> store.LeaseFlags:
         """Write the buffered entries with `changes`, and `release` the instance or record a
         child's end `signal`, fenced by the lease token; LeaseLost when the lease is gone.
         `announce`: wake get_value() waiting in other processes at the commit. `restart`:
-        delete the journal first (ctx.continue_as_new())."""
+        delete the journal first (ctx.continue_as_new()). `attributes`: search attributes to
+        set or (None) remove (ctx.set_attributes())."""
         return self.calls.run(
-            lambda: self._write(changes or {}, release, guarded or {}, signal, announce, restart)
+            lambda: self._write(
+                changes or {}, release, guarded or {}, signal, announce, restart, attributes
+            )
         )
 
     def _write(
@@ -112,6 +116,7 @@ class Runtime(Stops):
         signal: dict[str, Any] | None = None,
         announce: bool = False,
         restart: bool = False,
+        attributes: dict[str, Any] | None = None,
     ) -> store.LeaseFlags:
         with self._lock:
             entries, self.pending = self.pending, {}
@@ -141,6 +146,7 @@ class Runtime(Stops):
             signal=signal,
             announce=announce,
             restart=restart,
+            attributes=attributes,
         )
         started = time.monotonic()
         flags = call_store(

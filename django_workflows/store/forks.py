@@ -12,6 +12,7 @@ from typing import Any
 from django.db import transaction
 
 from ..models import JournalEntry, WorkflowInstance
+from . import attributes as searchable
 from . import payloads
 from .instances import create_instance
 from .signals import record_signal
@@ -47,6 +48,9 @@ def create_fork(
             )
         for signal in signals:
             record_signal(using, **signal, now=now)
+        if instance.forked_from:
+            # The copied journal replays the original's ctx.set_attributes() without writing.
+            searchable.copy(using, instance.forked_from, instance.pk)
         return stored, True
 
 

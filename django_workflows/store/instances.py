@@ -16,8 +16,10 @@ from typing import Any
 from django.db import transaction
 from django.db.models import Case, F, Max, Q, Value, When
 
+from ..attributes import Condition, Stored
 from ..errors import WorkflowPayloadError
 from ..models import FINISHED, JournalEntry, Signal, Status, Wait, WorkflowInstance
+from . import attributes as searchable
 from . import limits, payloads
 from .backends import backend
 from .deadlocks import retries_deadlocks
@@ -63,6 +65,8 @@ class InstanceWrite:
     announce: bool = False
     # True: the journal is deleted before `entries` are written (ctx.continue_as_new()).
     restart: bool = False
+    # Search attributes set (or, None, removed) by ctx.set_attributes(); stored plain.
+    attributes: dict[str, Stored | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -80,14 +84,23 @@ def last_signal_id(using: str) -> int:
 
 
 @retries_deadlocks
-def create_instance(using: str, instance: WorkflowInstance) -> tuple[WorkflowInstance, bool]:
-    """Insert a pending instance unless one with its id exists; return the stored one and whether
-    this call created it. Atomic per id: of two concurrent calls, one creates."""
+def create_instance(
+    using: str,
+    instance: WorkflowInstance,
+    *,
+    tags: list[str] | None = None,
+    attributes: dict[str, Stored] | None = None,
+) -> tuple[WorkflowInstance, bool]:
+    """Insert a pending instance unless one with its id exists, with its tags and search
+    attributes; return the stored one and whether this call created it. Atomic per id: of two
+    concurrent calls, one creates (and an existing instance keeps the tags it has)."""
     with transaction.atomic(using=using, savepoint=False):
         backend(using).take_write_lock()
         instance.signal_cursor = last_signal_id(using)
         created = backend(using).insert_ignore(instance)
         if created:
+            if tags or attributes:
+                searchable.create(using, instance.pk, tags or [], attributes or {})
             return instance, True
         rows = WorkflowInstance.objects.using(using)
         found = rows.filter(pk=instance.pk).first()
@@ -126,12 +139,18 @@ def list_instances(
     parent_id: str | None = None,
     schedule_id: str | None = None,
     subject: Q | None = None,
+    tag: str | None = None,
+    attributes: list[Condition] | None = None,
     limit: int = 100,
     offset: int = 0,
 ) -> list[WorkflowInstance]:
     """A page of instances matching every filter, oldest first; `subject` is the condition
     subjects.subject_filter() gives."""
     rows = WorkflowInstance.objects.using(using).order_by("created_at", "id")
+    if tag is not None:
+        rows = rows.filter(searchable.tagged(tag))
+    for condition in searchable.matching(attributes or []):
+        rows = rows.filter(condition)
     if statuses:
         rows = rows.filter(status__in=statuses)
     if workflow is not None:
@@ -404,6 +423,8 @@ def write(using: str, id: str, token: str, write: InstanceWrite) -> LeaseFlags |
             entries.update(write.guarded_entries)
         if write.restart:
             JournalEntry.objects.using(using).filter(instance_id=id)._raw_delete(using)
+        if write.attributes:
+            searchable.write(using, id, write.attributes)
         if entries:
             JournalEntry.objects.using(using).bulk_create(
                 [

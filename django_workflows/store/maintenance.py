@@ -13,7 +13,16 @@ from typing import Any
 from django.db import transaction
 from django.db.models import Max, Min
 
-from ..models import UNFINISHED, JournalEntry, RateLimitWindow, Signal, Wait, WorkflowInstance
+from ..models import (
+    UNFINISHED,
+    InstanceAttribute,
+    InstanceTag,
+    JournalEntry,
+    RateLimitWindow,
+    Signal,
+    Wait,
+    WorkflowInstance,
+)
 from . import payloads
 from .backends import backend
 from .deadlocks import retries_deadlocks
@@ -99,8 +108,11 @@ def delete_instance(using: str, id: str, statuses: list[str]) -> str | None:
 
 
 def _delete(using: str, ids: list[str]) -> int:
+    # Raw deletes (no cascade collector): every table that points at the instances, first.
     JournalEntry.objects.using(using).filter(instance_id__in=ids)._raw_delete(using)
     Wait.objects.using(using).filter(instance_id__in=ids)._raw_delete(using)
+    InstanceTag.objects.using(using).filter(instance_id__in=ids)._raw_delete(using)
+    InstanceAttribute.objects.using(using).filter(instance_id__in=ids)._raw_delete(using)
     return WorkflowInstance.objects.using(using).filter(pk__in=ids)._raw_delete(using)
 
 

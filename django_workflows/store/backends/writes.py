@@ -16,8 +16,9 @@ UNSET: Any = object()
 
 def fast_writable(write: InstanceWrite) -> bool:
     """Whether a write can take a fast path: it needs no signal lock (records no signal,
-    registers or clears no waits) and keeps the journal (no restart)."""
-    if write.signal is not None or write.restart:
+    registers or clears no waits), keeps the journal (no restart) and sets no search
+    attributes (their rows are the ORM path's)."""
+    if write.signal is not None or write.restart or write.attributes:
         return False
     return write.release is None or not (write.release.waits or write.release.had_waits)
 
