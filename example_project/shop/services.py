@@ -98,8 +98,12 @@ def cancel_order(order_id: str, reason: str | None) -> django_workflows.CancelRe
 def request_refund(charge_id: str, reason: str) -> django_workflows.StartResult:
     """Ask for a charge's refund: it starts at once, or, above 100 €, waits for a manager."""
     charge = Charge.objects.get(pk=charge_id)
+    # The refund is about the order the charge paid for: its admin page lists it too.
+    order = Order.objects.filter(pk=charge.reference).first()
     return django_workflows.start(
         "refund-charge",
         {"charge_id": charge.id, "amount": charge.amount, "reason": reason},
         id=refund_id(charge.id),
+        subject=order,
+        attributes={"amount": charge.amount},
     )

@@ -11,8 +11,9 @@ from django.test import Client
 from django.urls import reverse
 
 import django_workflows
+from shop import services
 from shop.models import Charge, Order
-from shop.workflows import refund_charge, refund_id
+from shop.workflows import fulfilment_id
 
 
 def test_the_orders_page_lists_the_instances_about_the_order(
@@ -21,13 +22,8 @@ def test_the_orders_page_lists_the_instances_about_the_order(
     order = place()
     django_workflows.drain()
     charge = Charge.objects.get(reference=order.id)
-    # A refund started about the order (as support might from a script): its subject.
-    refund = django_workflows.start(
-        refund_charge,
-        {"charge_id": charge.id, "amount": charge.amount, "reason": "damaged"},
-        id=refund_id(charge.id),
-        subject=order,
-    )
+    # The refund support asks for is about the order the charge paid for.
+    refund = services.request_refund(charge.id, "damaged")
     django_workflows.drain()
     client.force_login(User.objects.create_superuser("support", password="pw"))
 
@@ -39,6 +35,7 @@ def test_the_orders_page_lists_the_instances_about_the_order(
         "admin:django_workflows_workflowinstance_change", args=[quote(refund.id)]
     )
     assert f'<a href="{instance_page}">{refund.id}</a>' in html
+    assert fulfilment_id(order.id) in html  # the fulfilment, started by the order's post_save
     assert "refund-charge" in html and "refunded" in html  # its workflow and custom status
     assert "-DELETE" not in html  # read-only: nothing to delete, change or add
 

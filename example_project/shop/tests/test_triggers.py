@@ -78,3 +78,23 @@ def test_a_return_sends_the_returned_signal_only(place) -> None:
     assert list(Signal.objects.values_list("name", flat=True)) == ["shipment.returned"]
     django_workflows.drain()
     assert django_workflows.get_status(fulfilment_id(order.id)).status == "failed"
+
+
+def test_the_fulfilment_is_about_its_order_tagged_and_searchable_by_total(place) -> None:
+    express = place(shipping="express")
+    standard = place(items=[{"productId": "salmon-kibble-2kg", "quantity": 3, "price": 2499}])
+
+    status = django_workflows.get_status(fulfilment_id(express.id))
+    assert status.subject == f"shop.order:{express.id}"
+    assert status.tags == ["express"]
+    assert status.attributes == {"total": express.total}
+    assert django_workflows.get_status(fulfilment_id(standard.id)).tags == []
+
+    assert [s.id for s in django_workflows.list_instances(subject=express)] == [
+        fulfilment_id(express.id)
+    ]
+    assert [s.id for s in django_workflows.list_instances(tag="express")] == [
+        fulfilment_id(express.id)
+    ]
+    big = django_workflows.list_instances(attributes={"total__gt": express.total})
+    assert [s.id for s in big] == [fulfilment_id(standard.id)]
