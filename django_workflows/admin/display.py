@@ -10,6 +10,7 @@ from django.contrib.admin.utils import quote
 from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
+from django.utils.text import Truncator
 
 from ..errors import WorkflowPayloadError
 from ..models import Status
@@ -53,6 +54,15 @@ def decoded(field: str, stored: Any, at: str) -> Any:
 def decoded_field(obj: Any, field: str) -> Any:
     """An instance's payload field, decoded for display."""
     return decoded(field, getattr(obj, field), payloads.instance_at(obj.pk, field))
+
+
+def custom_status_short(obj: Any) -> str:
+    """An instance's custom status in a column: decoded, as text, cut at 40 characters."""
+    value = decoded_field(obj, "custom_status")
+    if value is None:
+        return "-"
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return Truncator(text).chars(40)
 
 
 def decoded_document(instance_id: str, name: str, document: dict[str, Any]) -> dict[str, Any]:

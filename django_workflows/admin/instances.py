@@ -3,7 +3,6 @@ the actions, each a client call per selected row."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -18,7 +17,6 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
-from django.utils.text import Truncator
 
 from .. import approvals, client, operations
 from ..conf import database_alias
@@ -40,6 +38,7 @@ from .confirm import confirmation, confirmed
 from .display import (
     change_url,
     changelist_url,
+    custom_status_short,
     decoded_document,
     decoded_field,
     pretty_json,
@@ -183,11 +182,7 @@ class WorkflowInstanceAdmin(SubjectAdmin, TagsAdmin, ForkAdmin, ReadOnlyAdmin):
 
     @admin.display(description="custom status")
     def custom_status_short(self, obj: WorkflowInstance) -> str:
-        value = decoded_field(obj, "custom_status")
-        if value is None:
-            return "-"
-        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-        return Truncator(text).chars(40)
+        return custom_status_short(obj)
 
     @admin.display(description="custom status")
     def custom_status_json(self, obj: WorkflowInstance) -> SafeString:

@@ -3,7 +3,6 @@ its own admin page, and the instance page's link back to the object it is about.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.contrib import admin
@@ -15,12 +14,11 @@ from django.http import HttpRequest
 from django.urls import NoReverseMatch
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
-from django.utils.text import Truncator
 
 from ..conf import database_alias
 from ..models import WorkflowInstance
 from ..subjects import subject_label
-from .display import change_url, decoded_field, status_badge
+from .display import change_url, custom_status_short, status_badge
 
 
 class WorkflowInstanceInline(GenericTabularInline):
@@ -80,11 +78,7 @@ class WorkflowInstanceInline(GenericTabularInline):
 
     @admin.display(description="custom status")
     def custom_status_short(self, obj: WorkflowInstance) -> str:
-        value = decoded_field(obj, "custom_status")
-        if value is None:
-            return "-"
-        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-        return Truncator(text).chars(40)
+        return custom_status_short(obj)
 
 
 class SubjectAdmin(admin.ModelAdmin):
