@@ -113,8 +113,8 @@ def test_values_and_functions_of_only_the_arguments_they_name(define):
 
     [(_, [started])] = placed.send(sender=None, number=7, big=True)
     assert started.created
-    row = WorkflowInstance.objects.get(pk="n-7")
-    assert (row.input, row.priority) == ({"fixed": True}, 1)
+    status = wf.get_status("n-7")  # decoded, also with a codec
+    assert (status.input, status.priority) == ({"fixed": True}, 1)
 
 
 def test_the_decorator_works_below_workflow_too(define):
