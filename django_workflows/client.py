@@ -14,7 +14,7 @@ from django.db import connections, transaction
 from . import clock, wakeups
 from .attributes import conditions as attribute_conditions
 from .conf import database_alias
-from .definitions import Workflow, WorkflowSignal
+from .definitions import Workflow, WorkflowSignal, check_queue
 from .durations import Duration, parse_duration
 from .errors import (
     WorkflowFailedError,
@@ -57,6 +57,7 @@ def start(
     attributes: dict[str, Any] | None = None,
     using: str | None = None,
     subject: Any = None,
+    queue: str | None = None,
 ) -> StartResult:
     """Start an instance, or find the one with this id and input (`created=False`).
 
@@ -68,11 +69,13 @@ def start(
     idempotency key, the workflow and the start's place among the step's starts of it), and a
     retried step gets back the instance it started first, whatever the input. `subject`, a
     saved model instance, links the instance to the object it is about (InstanceStatus.subject,
-    list_instances(subject=), WorkflowInstance.objects.for_subject()).
+    list_instances(subject=), WorkflowInstance.objects.for_subject()). `queue` overrides the
+    workflow's (`@workflow(queue=...)`, "default" unless it names one): a worker started with
+    `--queue` claims only its queues' instances.
 
     Raises WorkflowNotFoundError for an unknown workflow, WorkflowIdConflictError when the id
     exists with another workflow or input, TypeError for an input that is not JSON, ValueError
-    for a bad duration, priority, key or id; TypeError or ValueError for a subject that is not
+    for a bad duration, priority, queue, key or id; TypeError or ValueError for a subject that is not
     a saved model instance, or for bad tags or attributes.
     """
     definition = registry.resolve(workflow, version)
@@ -84,6 +87,7 @@ def start(
         repeated=step is not None,
         timeout=timeout,
         priority=priority,
+        queue=queue,
         concurrency_key=concurrency_key,
         rate_limit_key=rate_limit_key,
         tags=tags,
@@ -184,8 +188,10 @@ def list_instances(
     offset: int = 0,
     using: str | None = None,
     subject: Any = None,
+    queue: str | None = None,
 ) -> list[InstanceStatus]:
-    """Instances matching every filter, oldest first; a page of them.
+    """Instances matching every filter, oldest first; a page of them. `queue`: those waiting
+    in (or run from) that queue.
 
     `subject`: those started with `subject=` this saved model instance. `tag`: instances with
     that tag. `attributes`: a dict of conditions on search attributes, each key an attribute
@@ -202,6 +208,8 @@ def list_instances(
         if value not in Status.values:
             raise ValueError(f"Unknown status {value!r}; use one of {', '.join(Status.values)}.")
     check_page(limit, offset)
+    if queue is not None:
+        check_queue(queue)
     name = workflow.name if isinstance(workflow, Workflow) else workflow
     about = None if subject is None else subject_filter(subject, using)
     rows = store.list_instances(
@@ -214,6 +222,7 @@ def list_instances(
         subject=about,
         tag=tag,
         attributes=conditions,
+        queue=queue,
         limit=limit,
         offset=offset,
     )

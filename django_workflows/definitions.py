@@ -99,6 +99,9 @@ PRIORITY_MAX = 2_097_151
 SCHEDULE_ID = re.compile(r"[A-Za-z0-9.:_-]+")  # fullmatch: "$" would let a final newline by
 SCHEDULE_ID_LENGTH = 230  # its instances' ids, <id>@<time>, add 25 characters
 MISSED = ("skip", "once", "all")
+QUEUE = re.compile(r"[A-Za-z0-9.:_-]+")
+QUEUE_LENGTH = 100
+DEFAULT_QUEUE = "default"
 OVERLAP = ("skip", "allow", "cancel-previous", "buffer-one")
 
 
@@ -109,6 +112,18 @@ def check_priority(priority: Any) -> None:
         or not 1 <= priority <= PRIORITY_MAX
     ):
         raise ValueError(f"priority must be an integer from 1 to {PRIORITY_MAX}, not {priority!r}.")
+
+
+def check_queue(queue: Any, what: str = "queue") -> None:
+    """Raise TypeError or ValueError for a queue name that is not a short word: letters,
+    digits, '.', ':', '_' and '-' (it goes on command lines and into the admin's filter)."""
+    if not isinstance(queue, str):
+        raise TypeError(f"{what} must be a string, not {type(queue).__name__}.")
+    if not QUEUE.fullmatch(queue) or len(queue) > QUEUE_LENGTH:
+        raise ValueError(
+            f"{what} {queue[:40]!r} must be 1 to {QUEUE_LENGTH} letters, digits, '.', ':', '_' "
+            f"and '-'."
+        )
 
 
 def check_schedule_id(id: Any) -> None:
@@ -238,6 +253,8 @@ class Workflow:
     schedules: tuple[Schedule, ...] = ()
     # Static tags (@workflow(tags=...)), merged with each start's; checked and sorted.
     tags: tuple[str, ...] = ()
+    # The queue its instances go to unless start() names another (runworkflows --queue).
+    queue: str = DEFAULT_QUEUE
     target: Any = field(default=None, repr=False)
     # Update name -> validator `(status, arg)`, filled by @<workflow>.validator(name).
     validators: dict[str, Callable[[Any, Any], Any]] = field(default_factory=dict, repr=False)

@@ -36,6 +36,7 @@ _FIELDS = (
     "schedule_id",
     "scheduled_at",
     "priority",
+    "queue",
     "concurrency_key",
     "rate_limit_key",
     "runs",
@@ -98,6 +99,7 @@ def read_export(document: Any) -> tuple[WorkflowInstance, list[tuple[str, dict[s
     values["runs"] = values.get("runs") or 0
     values["signal_cursor"] = values.get("signal_cursor") or 0
     values["priority"] = values.get("priority") or 0
+    values["queue"] = values.get("queue") or "default"  # an export made before queues
     values["generation"] = values.get("generation") or 0
     values["cancel_requested"] = bool(values.get("cancel_requested"))
     values["terminate_requested"] = bool(values.get("terminate_requested"))

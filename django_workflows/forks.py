@@ -291,6 +291,7 @@ def _instance(
         wake_at=now,
         deadline=None if timeout is None else now + timeout,
         priority=row.priority,
+        queue=row.queue,
         concurrency_key=concurrency_key,
         rate_limit_key=rate_limit_key,
         forked_from=row.id,

@@ -17,7 +17,7 @@ from django.db import connections, transaction
 from . import clock, wakeups
 from .attributes import check_attributes, check_tags
 from .conf import database_alias
-from .definitions import Workflow, check_priority
+from .definitions import Workflow, check_priority, check_queue
 from .durations import Duration, parse_duration
 from .errors import WorkflowIdConflictError, WorkflowNotFoundError
 from .jsonvalues import MAX_MESSAGE, check_text
@@ -76,6 +76,7 @@ def start_instance(
     using: str,
     timeout: Duration | None = None,
     priority: int | None = None,
+    queue: str | None = None,
     concurrency_key: str | None = None,
     rate_limit_key: str | None = None,
     schedule_id: str | None = None,
@@ -92,7 +93,7 @@ def start_instance(
     is a step's, whose repeat gets the instance back whatever its input. `subject`: the saved
     model instance it is about (an existing instance keeps the subject it was started with).
     `tags` (with the definition's own) and `attributes` are written with a created instance
-    only."""
+    only. `queue`: the definition's unless given."""
     value = to_json(input, f'The input of workflow "{definition.name}"', using=using)
     merged = check_tags(tags, static=definition.tags) if tags is not None or definition.tags else []
     # Checked here, before any SQL: the caller's transaction stays usable when one is refused.
@@ -110,6 +111,10 @@ def start_instance(
             f"<schedule id>@<time>, which only that occurrence's instance takes: use another id."
         )
     check_priority(priority)
+    if queue is None:
+        queue = definition.queue
+    else:
+        check_queue(queue)
     run_timeout = definition.timeout if timeout is None else parse_duration(timeout, "timeout")
     concurrency_key = _key(definition, "concurrency", concurrency_key, value)
     rate_limit_key = _key(definition, "rate_limit", rate_limit_key, value)
@@ -128,6 +133,7 @@ def start_instance(
         wake_at=now,
         deadline=None if run_timeout is None else now + run_timeout,
         priority=priority or 0,
+        queue=queue,
         concurrency_key=concurrency_key,
         rate_limit_key=rate_limit_key,
         schedule_id=schedule_id,
@@ -271,6 +277,7 @@ def instance_status(
         wake_at=row.wake_at,
         deadline=row.deadline,
         priority=row.priority or None,
+        queue=row.queue,
         parent_id=row.parent_id,
         schedule_id=row.schedule_id,
         scheduled_at=row.scheduled_at,

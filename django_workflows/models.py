@@ -9,7 +9,7 @@ from django.contrib.contenttypes.models import ContentType
 from django.db import models
 
 from .attributes import ATTRIBUTE_NAME_LENGTH, ATTRIBUTE_TEXT_LENGTH, TAG_LENGTH
-from .definitions import SCHEDULE_ID_LENGTH
+from .definitions import DEFAULT_QUEUE, QUEUE_LENGTH, SCHEDULE_ID_LENGTH
 from .store.backends import backend
 from .subjects import subject_filter
 
@@ -88,6 +88,9 @@ class WorkflowInstance(models.Model):
     wake_at = models.DateTimeField(null=True, blank=True)
     deadline = models.DateTimeField(null=True, blank=True)
     priority = models.PositiveIntegerField(default=0)
+    # The queue it waits in (@workflow(queue=...), start(queue=...)): a worker started with
+    # --queue claims only its queues' instances.
+    queue = KeyField(max_length=QUEUE_LENGTH, default=DEFAULT_QUEUE)
     parent_id = KeyField(max_length=KEY_LENGTH, null=True, blank=True)
     parent_close = models.CharField(max_length=16, null=True, blank=True)
     schedule_id = KeyField(max_length=SCHEDULE_ID_LENGTH, null=True, blank=True)
@@ -312,6 +315,36 @@ class RateLimitWindow(models.Model):
 
     def __str__(self) -> str:
         return f"{self.workflow} {self.scope} {self.key}"
+
+
+class WorkerProcess(models.Model):
+    """A live (or lately gone) worker process: registered when it starts, its `last_seen_at`
+    refreshed by its lease renewer, deleted on a clean exit. A row whose `last_seen_at` is three
+    heartbeats old is a worker that died; purge() deletes those a day old."""
+
+    id = KeyField(primary_key=True, max_length=KEY_LENGTH)  # the worker id (lease_owner)
+    host = models.CharField(max_length=KEY_LENGTH)
+    pid = models.PositiveIntegerField()
+    # The queues it claims from; empty for every queue.
+    queues = models.JSONField(default=list, blank=True)
+    # The workflows it runs ("name@version"), empty for every registered one.
+    workflows = models.JSONField(default=list, blank=True)
+    concurrency = models.PositiveIntegerField()
+    version = models.CharField(max_length=32)  # django_workflows.__version__
+    heartbeat = models.FloatField()  # seconds between two refreshes of last_seen_at
+    started_at = models.DateTimeField()
+    last_seen_at = models.DateTimeField()
+    running = models.PositiveIntegerField(default=0)  # executions in progress at last_seen_at
+    executed = models.PositiveBigIntegerField(default=0)  # executions ended since it started
+
+    class Meta:
+        verbose_name = "worker process"
+        verbose_name_plural = "worker processes"
+        ordering = ["-last_seen_at", "id"]
+        indexes = [models.Index(fields=["last_seen_at"], name="dw_worker_seen")]
+
+    def __str__(self) -> str:
+        return f"{self.id} ({self.host}, pid {self.pid})"
 
 
 class StoreLock(models.Model):

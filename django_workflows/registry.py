@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .attributes import check_tags
-from .definitions import Concurrency, RateLimit, Schedule, Workflow
+from .definitions import DEFAULT_QUEUE, Concurrency, RateLimit, Schedule, Workflow, check_queue
 from .durations import Duration, parse_duration
 from .errors import WorkflowDefinitionError, WorkflowNotFoundError
 
@@ -97,11 +97,14 @@ def workflow(
     rate_limit: RateLimit | Sequence[RateLimit] | None = None,
     schedules: Sequence[Schedule] = (),
     tags: Sequence[str] | None = None,
+    queue: str = DEFAULT_QUEUE,
 ) -> Callable[[Any], Workflow]:
     """Register a function `(ctx, input)`, or a class with `run(self, ctx, input)`, as a workflow.
 
     `tags`: static tags every instance of this version gets, with those its start gives
-    (TypeError or ValueError for tags that are not strings, empty, too long or too many)."""
+    (TypeError or ValueError for tags that are not strings, empty, too long or too many).
+    `queue`: the queue its instances go to unless start() names another; workers started with
+    `--queue` claim only theirs (TypeError or ValueError for a name that is not a short word)."""
     if not isinstance(name, str) or not name:
         raise ValueError("A workflow needs a non-empty name.")
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
@@ -109,6 +112,7 @@ def workflow(
     run_timeout = None if timeout is None else parse_duration(timeout, f"Workflow {name!r} timeout")
     limits = _as_tuple(concurrency, Concurrency)
     rates = _as_tuple(rate_limit, RateLimit)
+    check_queue(queue, f"Workflow {name!r}: queue")
     static_tags = tuple(check_tags(tags, f"Workflow {name!r}: tags")) if tags is not None else ()
     for schedule in schedules:
         if not isinstance(schedule, Schedule):
@@ -139,6 +143,7 @@ def workflow(
             rate_limit=rates,
             schedules=tuple(schedules),
             tags=static_tags,
+            queue=queue,
             target=target,
         )
         registry.register(definition)

@@ -93,6 +93,8 @@ class InstanceStatus:
     # Its tags, sorted, and its search attributes (name to value, a datetime aware in UTC).
     tags: list[str] = field(default_factory=list)
     attributes: dict[str, Any] = field(default_factory=dict)
+    # The queue it waits in (@workflow(queue=...), start(queue=...)).
+    queue: str = "default"
 
 
 @dataclass(frozen=True)

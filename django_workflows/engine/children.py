@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from .. import errors, instances
+from ..definitions import DEFAULT_QUEUE
 from ..durations import Duration
 from ..models import KEY_LENGTH, UNFINISHED, Status, WorkflowInstance
 from ..registry import registry
@@ -89,9 +90,11 @@ def start_child(
     rate_limit_key: str | None,
     tags: Any = None,
     attributes: Any = None,
+    queue: str | None = None,
 ) -> ChildHandle:
     """Start the child once (a replay gets the same one back) and return its handle; its
-    `tags` and search `attributes` are checked as start()'s are."""
+    `tags` and search `attributes` are checked as start()'s are. Its queue: `queue`, else its
+    workflow's when that names one, else its parent's."""
     x._guard_step("ctx.start_child()")
     if parent_close not in PARENT_CLOSE:
         raise errors.WorkflowDefinitionError(
@@ -109,6 +112,9 @@ def start_child(
     x.check_interrupts(name, entry)
     value = x.to_json(input, f'The input of child workflow "{definition.name}"')
     inherited = priority if priority is not None else (x.instance.priority or None)
+    if queue is None:
+        named = definition.queue != DEFAULT_QUEUE
+        queue = definition.queue if named else x.instance.queue
     now = x.now()
     x.store_call(
         lambda: instances.start_instance(
@@ -118,6 +124,7 @@ def start_child(
             using=x.using,
             timeout=timeout,
             priority=inherited,
+            queue=queue,
             concurrency_key=concurrency_key,
             rate_limit_key=rate_limit_key,
             parent_id=x.instance.id,

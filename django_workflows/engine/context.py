@@ -165,6 +165,7 @@ class WorkflowContext:
         rate_limit_key: str | None = None,
         tags: list[str] | None = None,
         attributes: dict[str, Any] | None = None,
+        queue: str | None = None,
     ) -> ChildHandle:
         """Start a child workflow (once: a replay gets the same child back); its handle.
 
@@ -172,7 +173,8 @@ class WorkflowContext:
         children in this run; give children started from gather() branches an id of your own.
         `parent_close` says what becomes of the child if it is still running when this instance
         ends or starts compensating: "cancel" (the default), "terminate" or "abandon".
-        `tags` and search `attributes`: the child's own, as start() takes them.
+        `tags` and search `attributes`: the child's own, as start() takes them. `queue`: the
+        child's queue; by default its workflow's when that names one, else this instance's.
         """
         return children.start_child(
             self._x,
@@ -187,6 +189,7 @@ class WorkflowContext:
             rate_limit_key=rate_limit_key,
             tags=tags,
             attributes=attributes,
+            queue=queue,
         )
 
     def execute_child(self, workflow: Any, input: Any = None, **options: Any) -> Any:

@@ -141,6 +141,7 @@ def list_instances(
     subject: Q | None = None,
     tag: str | None = None,
     attributes: list[Condition] | None = None,
+    queue: str | None = None,
     limit: int = 100,
     offset: int = 0,
 ) -> list[WorkflowInstance]:
@@ -163,6 +164,8 @@ def list_instances(
         rows = rows.filter(schedule_id=schedule_id)
     if subject is not None:
         rows = rows.filter(subject)
+    if queue is not None:
+        rows = rows.filter(queue=queue)
     return list(rows[offset : offset + limit])
 
 
