@@ -18,6 +18,7 @@ from django.db import connections
 
 from . import clock, wakeups
 from .conf import check_poll_interval, database_alias, get_settings
+from .definitions import check_queue
 from .durations import Duration, parse_duration
 from .engine.execution import Execution, leave_alone
 from .instances import check_key
@@ -45,6 +46,7 @@ class Worker:
         shutdown_timeout: Duration | None = None,
         workflows: list[str] | None = None,
         using: str | None = None,
+        queues: list[str] | None = None,
     ):
         defaults = get_settings().worker
         self.id = id or f"{socket.gethostname()[:200]}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
@@ -76,6 +78,10 @@ class Worker:
             shutdown_timeout, defaults.shutdown_timeout, "shutdown_timeout"
         )
         self.workflows = list(workflows) if workflows else None
+        # The queues it claims from; None for every queue.
+        self.queues = list(queues) if queues else None
+        for queue in self.queues or []:
+            check_queue(queue, "A worker's queue")
         for name in self.workflows or []:
             registry.resolve(name)  # WorkflowNotFoundError names what is registered
         self.concurrency_rules, self.rate_rules = limit_rules(self.workflows)
