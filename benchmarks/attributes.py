@@ -68,22 +68,32 @@ def fill(instances: int) -> None:
             floating = n % 10 == 3
             attributes += [
                 InstanceAttribute(
-                    instance_id=id, name="tier", kind="str", text=chance.choice(TIERS)
+                    instance_id=id,
+                    name="tier",
+                    kind="str",
+                    text=chance.choice(TIERS),
+                    created_at=created,
                 ),
                 InstanceAttribute(
                     instance_id=id,
                     name="amount",
                     kind="float" if floating else "int",
                     number=amount + 0.5 if floating else amount,
+                    created_at=created,
                 ),
                 InstanceAttribute(
                     instance_id=id,
                     name="placed",
                     kind="datetime",
                     moment=START + timedelta(seconds=chance.randrange(31_536_000)),
+                    created_at=created,
                 ),
                 InstanceAttribute(
-                    instance_id=id, name="vip", kind="bool", number=float(chance.random() < 0.1)
+                    instance_id=id,
+                    name="vip",
+                    kind="bool",
+                    number=float(chance.random() < 0.1),
+                    created_at=created,
                 ),
             ]
             tags.append(InstanceTag(instance_id=id, tag=f"tag-{n % 10}"))

@@ -1,6 +1,6 @@
 """Tags and search attributes in their tables: the rows written with an instance's INSERT and
 by the lease holder's write (ctx.set_attributes()), read for a page of instances, and the
-conditions list_instances() filters by, each an EXISTS on an indexed column.
+conditions list_instances() filters by, on indexed columns.
 
 The values come checked and in their row's form (django_workflows/attributes.py); they are
 stored plain, even with a codec.
@@ -9,9 +9,10 @@ stored plain, even with a codec.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime
 from typing import Any
 
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from ..attributes import Condition, Stored, to_value
 from ..models import InstanceAttribute, InstanceTag
@@ -20,7 +21,7 @@ from .backends import backend
 _COLUMNS = ["kind", "text", "number", "moment"]
 
 
-def _row(id: str, name: str, value: Stored) -> InstanceAttribute:
+def _row(id: str, name: str, value: Stored, created_at: datetime) -> InstanceAttribute:
     return InstanceAttribute(
         instance_id=id,
         name=name,
@@ -28,24 +29,30 @@ def _row(id: str, name: str, value: Stored) -> InstanceAttribute:
         text=value.text,
         number=value.number,
         moment=value.moment,
+        created_at=created_at,
     )
 
 
-def create(using: str, id: str, tags: list[str], attributes: dict[str, Stored]) -> None:
-    """The tags and attributes of instance `id`, just inserted (in its transaction)."""
+def create(
+    using: str, id: str, tags: list[str], attributes: dict[str, Stored], created_at: datetime
+) -> None:
+    """The tags and attributes of instance `id`, just inserted (in its transaction), created
+    at `created_at` (each attribute row keeps a copy: see matching())."""
     if tags:
         InstanceTag.objects.using(using).bulk_create(
             [InstanceTag(instance_id=id, tag=tag) for tag in tags]
         )
     if attributes:
         InstanceAttribute.objects.using(using).bulk_create(
-            [_row(id, name, value) for name, value in attributes.items()]
+            [_row(id, name, value, created_at) for name, value in attributes.items()]
         )
 
 
-def write(using: str, id: str, changes: dict[str, Stored | None]) -> None:
-    """Set (upsert) or, for None, remove attributes of instance `id`, inside the lease
-    holder's fenced write."""
+def write(
+    using: str, id: str, changes: dict[str, Stored | None], created_at: datetime
+) -> None:
+    """Set (upsert) or, for None, remove attributes of instance `id`, created at `created_at`,
+    inside the lease holder's fenced write."""
     removed = [name for name, value in changes.items() if value is None]
     kept = {name: value for name, value in changes.items() if value is not None}
     if removed:
@@ -54,13 +61,14 @@ def write(using: str, id: str, changes: dict[str, Stored | None]) -> None:
         )
     if kept:
         InstanceAttribute.objects.using(using).bulk_create(
-            [_row(id, name, value) for name, value in kept.items()],
+            [_row(id, name, value, created_at) for name, value in kept.items()],
             **backend(using).upsert_kwargs(["instance", "name"], _COLUMNS),
         )
 
 
-def copy(using: str, source: str, id: str) -> None:
-    """Give instance `id` (a fork, just inserted) the tags and attributes instance `source` has."""
+def copy(using: str, source: str, id: str, created_at: datetime) -> None:
+    """Give instance `id` (a fork, just inserted, created at `created_at`) the tags and
+    attributes instance `source` has."""
     tags = InstanceTag.objects.using(using).filter(instance_id=source).values_list("tag", flat=True)
     rows = InstanceAttribute.objects.using(using).filter(instance_id=source)
     create(
@@ -71,6 +79,7 @@ def copy(using: str, source: str, id: str) -> None:
             name: Stored(kind, text, number, moment)
             for name, kind, text, number, moment in rows.values_list("name", *_COLUMNS)
         },
+        created_at,
     )
 
 
@@ -102,17 +111,23 @@ def tagged(tag: str) -> Q:
     return Q(Exists(InstanceTag.objects.filter(instance_id=OuterRef("pk"), tag=tag)))
 
 
-def matching(conditions: list[Condition]) -> list[Q]:
-    """Instances whose attributes meet every one of `conditions`: one EXISTS per attribute
-    name on its (name, <column>) index, the conditions on one name in one EXISTS (an instance
-    has one row a name, so they hold on that row together: `amount__gte` with `amount__lt` is
-    one range of the index); `isnull` an EXISTS (or NOT EXISTS) of its own."""
-    found: list[Q] = []
+def matching(rows: QuerySet[Any], conditions: list[Condition]) -> QuerySet[Any]:
+    """`rows` (instances) whose attributes meet every one of `conditions`, in the instance
+    list's order (created_at, id).
+
+    The conditions on one name hold on its one row together (`amount__gte` with `amount__lt`
+    is one range of an index). The first name with value conditions is joined, and the page is
+    ordered by its rows' copy of the instance's created_at: the database can then read the
+    page from the (name, created_at, instance) index, stopping after `limit` matches (a common
+    value), or from the value's (name, <column>) index and sort the few matches (a rare one),
+    whichever its planner finds cheaper. Each other name is an EXISTS on its value's index;
+    `isnull` an EXISTS (or NOT EXISTS) of its own.
+    """
     by_name: dict[str, Q] = {}
     for condition in conditions:
         if condition.lookup == "isnull":
             has = Exists(_rows(condition.name))
-            found.append(~Q(has) if condition.value else Q(has))
+            rows = rows.filter(~Q(has) if condition.value else Q(has))
             continue
         where = Q(**{f"{condition.column}__{condition.lookup}": condition.value})
         if len(condition.kinds) == 1:
@@ -120,8 +135,27 @@ def matching(conditions: list[Condition]) -> list[Q]:
         elif condition.kinds:
             where &= Q(kind__in=condition.kinds)
         by_name[condition.name] = by_name.get(condition.name, Q()) & where
-    found += [Q(Exists(_rows(name).filter(where))) for name, where in by_name.items()]
-    return found
+    if not by_name:
+        return rows.order_by("created_at", "id")
+    (first, joined), *others = by_name.items()
+    for name, where in others:
+        rows = rows.filter(Exists(_rows(name).filter(where)))
+    # One filter() call: its conditions hold on one joined row (an instance has one a name).
+    rows = rows.filter(_prefixed(Q(name=first) & joined))
+    return rows.order_by("attributes__created_at", "attributes__instance_id")
+
+
+def _prefixed(where: Q) -> Q:
+    """`where` on InstanceAttribute's fields, as a condition on WorkflowInstance's join."""
+    prefixed = Q(
+        *(
+            _prefixed(child) if isinstance(child, Q) else (f"attributes__{child[0]}", child[1])
+            for child in where.children
+        ),
+        _connector=where.connector,
+        _negated=where.negated,
+    )
+    return prefixed
 
 
 def _rows(name: str) -> Any:

@@ -50,7 +50,7 @@ def create_fork(
             record_signal(using, **signal, now=now)
         if instance.forked_from:
             # The copied journal replays the original's ctx.set_attributes() without writing.
-            searchable.copy(using, instance.forked_from, instance.pk)
+            searchable.copy(using, instance.forked_from, instance.pk, instance.created_at)
         return stored, True
 
 

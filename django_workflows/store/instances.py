@@ -100,7 +100,9 @@ def create_instance(
         created = backend(using).insert_ignore(instance)
         if created:
             if tags or attributes:
-                searchable.create(using, instance.pk, tags or [], attributes or {})
+                searchable.create(
+                    using, instance.pk, tags or [], attributes or {}, instance.created_at
+                )
             return instance, True
         rows = WorkflowInstance.objects.using(using)
         found = rows.filter(pk=instance.pk).first()
@@ -147,11 +149,9 @@ def list_instances(
 ) -> list[WorkflowInstance]:
     """A page of instances matching every filter, oldest first; `subject` is the condition
     subjects.subject_filter() gives."""
-    rows = WorkflowInstance.objects.using(using).order_by("created_at", "id")
+    rows = searchable.matching(WorkflowInstance.objects.using(using), attributes or [])
     if tag is not None:
         rows = rows.filter(searchable.tagged(tag))
-    for condition in searchable.matching(attributes or []):
-        rows = rows.filter(condition)
     if statuses:
         rows = rows.filter(status__in=statuses)
     if workflow is not None:
@@ -415,19 +415,19 @@ def write(using: str, id: str, token: str, write: InstanceWrite) -> LeaseFlags |
             backend(using).lock_signals(shared=True)
         held = WorkflowInstance.objects.using(using).filter(pk=id, lease_token=token)
         flags = held.select_for_update().values_list(
-            "cancel_requested", "terminate_requested", "cancel_reason", "awaited"
+            "cancel_requested", "terminate_requested", "cancel_reason", "awaited", "created_at"
         )
         row = flags.first()
         if row is None:
             return None
-        cancel_requested, terminate_requested, reason, awaited = row
+        cancel_requested, terminate_requested, reason, awaited, created_at = row
         entries = dict(write.entries)
         if not (cancel_requested or terminate_requested):
             entries.update(write.guarded_entries)
         if write.restart:
             JournalEntry.objects.using(using).filter(instance_id=id)._raw_delete(using)
         if write.attributes:
-            searchable.write(using, id, write.attributes)
+            searchable.write(using, id, write.attributes, created_at)
         if entries:
             JournalEntry.objects.using(using).bulk_create(
                 [
