@@ -48,9 +48,7 @@ def create(
         )
 
 
-def write(
-    using: str, id: str, changes: dict[str, Stored | None], created_at: datetime
-) -> None:
+def write(using: str, id: str, changes: dict[str, Stored | None], created_at: datetime) -> None:
     """Set (upsert) or, for None, remove attributes of instance `id`, created at `created_at`,
     inside the lease holder's fenced write."""
     removed = [name for name, value in changes.items() if value is None]
@@ -147,15 +145,14 @@ def matching(rows: QuerySet[Any], conditions: list[Condition]) -> QuerySet[Any]:
 
 def _prefixed(where: Q) -> Q:
     """`where` on InstanceAttribute's fields, as a condition on WorkflowInstance's join."""
-    prefixed = Q(
-        *(
-            _prefixed(child) if isinstance(child, Q) else (f"attributes__{child[0]}", child[1])
-            for child in where.children
-        ),
-        _connector=where.connector,
-        _negated=where.negated,
-    )
-    return prefixed
+    children: list[Any] = []
+    for child in where.children:
+        if isinstance(child, Q):
+            children.append(_prefixed(child))
+        else:
+            field, value = child  # type: ignore[misc]
+            children.append((f"attributes__{field}", value))
+    return Q(*children, _connector=where.connector, _negated=where.negated)
 
 
 def _rows(name: str) -> Any:
