@@ -1,5 +1,6 @@
-"""InstanceAttribute.created_at, the instance's own, and the index that reads the instances with
-an attribute in the instance list's order (list_instances(attributes=...) on a big table)."""
+"""InstanceAttribute.created_at, the instance's own; the index that reads the instances with an
+attribute in the instance list's order; and the value indexes covering what a page needs, on
+PostgreSQL (list_instances(attributes=...) on a big table)."""
 
 from typing import Any
 
@@ -35,10 +36,29 @@ class Migration(migrations.Migration):
             name="created_at",
             field=models.DateTimeField(),
         ),
+        *(
+            operation
+            for column in ("text", "number", "moment")
+            for operation in (
+                migrations.RemoveIndex(
+                    model_name="instanceattribute", name=f"dw_attribute_{column}"
+                ),
+                migrations.AddIndex(
+                    model_name="instanceattribute",
+                    index=django_workflows.models.CoveringIndex(
+                        fields=["name", column],
+                        name=f"dw_attribute_{column}",
+                        covering=("kind", "created_at", "instance"),
+                    ),
+                ),
+            )
+        ),
         migrations.AddIndex(
             model_name="instanceattribute",
-            index=django_workflows.models.AttributeOrderIndex(
-                fields=["name", "created_at", "instance"], name="dw_attribute_order"
+            index=django_workflows.models.CoveringIndex(
+                fields=["name", "created_at", "instance"],
+                name="dw_attribute_order",
+                covering=("kind", "text", "number", "moment"),
             ),
         ),
     ]

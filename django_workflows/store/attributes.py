@@ -12,10 +12,10 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models import Exists, OuterRef, Q
 
 from ..attributes import Condition, Stored, to_value
-from ..models import InstanceAttribute, InstanceTag
+from ..models import InstanceAttribute, InstanceTag, WorkflowInstance
 from .backends import backend
 
 _COLUMNS = ["kind", "text", "number", "moment"]
@@ -104,56 +104,91 @@ def load(using: str, ids: Iterable[str]) -> tuple[dict[str, list[str]], dict[str
     return tags, attributes
 
 
-def tagged(tag: str) -> Q:
-    """Instances with the tag `tag` (an EXISTS on the (tag, instance) index)."""
-    return Q(Exists(InstanceTag.objects.filter(instance_id=OuterRef("pk"), tag=tag)))
+def tagged(tag: str, outer: str = "pk") -> Q:
+    """Instances with the tag `tag` (an EXISTS on the (tag, instance) index); `outer`: the
+    outer query's field holding the instance id."""
+    return Q(Exists(InstanceTag.objects.filter(instance_id=OuterRef(outer), tag=tag)))
 
 
-def matching(rows: QuerySet[Any], conditions: list[Condition]) -> QuerySet[Any]:
-    """`rows` (instances) whose attributes meet every one of `conditions`, in the instance
-    list's order (created_at, id).
+def page(
+    using: str,
+    where: Q,
+    *,
+    tag: str | None,
+    conditions: list[Condition],
+    limit: int,
+    offset: int,
+) -> list[WorkflowInstance]:
+    """A page of the instances meeting `where` (a condition on their fields), with the tag
+    `tag` and attributes meeting every one of `conditions`, in the instance list's order
+    (created_at, id).
 
     The conditions on one name hold on its one row together (`amount__gte` with `amount__lt`
-    is one range of an index). The first name with value conditions is joined, and the page is
-    ordered by its rows' copy of the instance's created_at: the database can then read the
-    page from the (name, created_at, instance) index, stopping after `limit` matches (a common
-    value), or from the value's (name, <column>) index and sort the few matches (a rare one),
-    whichever its planner finds cheaper. Each other name is an EXISTS on its value's index;
+    is one range of an index). Without conditions on values, one query of the instances.
+    With them, the page's ids come first from the rows of the first name with such
+    conditions, ordered by their copy of the instance's created_at: the database reads them
+    either from the (name, created_at, instance) index, stopping after the page (a common
+    value), or from the value's (name, <column>) range and sorts the matches (a rarer one),
+    both index-only on PostgreSQL, and joins the instances only where `where` needs them;
+    then the page's instances by primary key. Each other name is an EXISTS on its index;
     `isnull` an EXISTS (or NOT EXISTS) of its own.
     """
+    rows = ordered(using, where, tag=tag, conditions=conditions)[offset : offset + limit]
+    if rows.model is WorkflowInstance:
+        return list(rows)
+    ids = list(rows)
+    found = WorkflowInstance.objects.using(using).in_bulk(ids)
+    return [found[id] for id in ids if id in found]  # one deleted since: not on the page
+
+
+def ordered(using: str, where: Q, *, tag: str | None, conditions: list[Condition]) -> Any:
+    """page()'s query, not yet sliced: the instances in order, or, with conditions on values,
+    their ids in order."""
     by_name: dict[str, Q] = {}
+    isnull: list[Condition] = []
     for condition in conditions:
         if condition.lookup == "isnull":
-            has = Exists(_rows(condition.name))
-            rows = rows.filter(~Q(has) if condition.value else Q(has))
+            isnull.append(condition)
             continue
-        where = Q(**{f"{condition.column}__{condition.lookup}": condition.value})
+        value = Q(**{f"{condition.column}__{condition.lookup}": condition.value})
         if len(condition.kinds) == 1:
-            where &= Q(kind=condition.kinds[0])
+            value &= Q(kind=condition.kinds[0])
         elif condition.kinds:
-            where &= Q(kind__in=condition.kinds)
-        by_name[condition.name] = by_name.get(condition.name, Q()) & where
+            value &= Q(kind__in=condition.kinds)
+        by_name[condition.name] = by_name.get(condition.name, Q()) & value
     if not by_name:
+        rows = WorkflowInstance.objects.using(using).filter(where, *_exists(tag, isnull, {}, "pk"))
         return rows.order_by("created_at", "id")
-    (first, joined), *others = by_name.items()
-    for name, where in others:
-        rows = rows.filter(Exists(_rows(name).filter(where)))
-    # One filter() call: its conditions hold on one joined row (an instance has one a name).
-    rows = rows.filter(_prefixed(Q(name=first) & joined))
-    return rows.order_by("attributes__created_at", "attributes__instance_id")
+    (first, value), *others = by_name.items()
+    driving = InstanceAttribute.objects.using(using).filter(Q(name=first) & value)
+    if where:
+        driving = driving.filter(_prefixed(where, "instance__"))
+    driving = driving.filter(*_exists(tag, isnull, dict(others), "instance_id"))
+    return driving.order_by("created_at", "instance_id").values_list("instance_id", flat=True)
 
 
-def _prefixed(where: Q) -> Q:
-    """`where` on InstanceAttribute's fields, as a condition on WorkflowInstance's join."""
+def _exists(tag: str | None, isnull: list[Condition], values: dict[str, Q], outer: str) -> list[Q]:
+    """The EXISTS conditions of a page: the tag, each `isnull`, each name's value conditions;
+    `outer`: the outer query's field holding the instance id."""
+    found = [] if tag is None else [tagged(tag, outer)]
+    for condition in isnull:
+        has = Exists(_rows(condition.name, outer))
+        found.append(~Q(has) if condition.value else Q(has))
+    found += [Q(Exists(_rows(name, outer).filter(value))) for name, value in values.items()]
+    return found
+
+
+def _prefixed(where: Q, prefix: str) -> Q:
+    """`where`, a condition on one model's fields, as one on a related model's `prefix`."""
     children: list[Any] = []
     for child in where.children:
         if isinstance(child, Q):
-            children.append(_prefixed(child))
+            children.append(_prefixed(child, prefix))
         else:
             field, value = child  # type: ignore[misc]
-            children.append((f"attributes__{field}", value))
+            children.append((f"{prefix}{field}", value))
     return Q(*children, _connector=where.connector, _negated=where.negated)
 
 
-def _rows(name: str) -> Any:
-    return InstanceAttribute.objects.filter(instance_id=OuterRef("pk"), name=name)
+def _rows(name: str, outer: str) -> Any:
+    return InstanceAttribute.objects.filter(instance_id=OuterRef(outer), name=name)

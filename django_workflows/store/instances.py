@@ -149,24 +149,24 @@ def list_instances(
 ) -> list[WorkflowInstance]:
     """A page of instances matching every filter, oldest first; `subject` is the condition
     subjects.subject_filter() gives."""
-    rows = searchable.matching(WorkflowInstance.objects.using(using), attributes or [])
-    if tag is not None:
-        rows = rows.filter(searchable.tagged(tag))
+    where = Q()
     if statuses:
-        rows = rows.filter(status__in=statuses)
+        where &= Q(status__in=statuses)
     if workflow is not None:
-        rows = rows.filter(workflow=workflow)
+        where &= Q(workflow=workflow)
     if version is not None:
-        rows = rows.filter(version=version)
+        where &= Q(version=version)
     if parent_id is not None:
-        rows = rows.filter(parent_id=parent_id)
+        where &= Q(parent_id=parent_id)
     if schedule_id is not None:
-        rows = rows.filter(schedule_id=schedule_id)
+        where &= Q(schedule_id=schedule_id)
     if subject is not None:
-        rows = rows.filter(subject)
+        where &= subject
     if queue is not None:
-        rows = rows.filter(queue=queue)
-    return list(rows[offset : offset + limit])
+        where &= Q(queue=queue)
+    return searchable.page(
+        using, where, tag=tag, conditions=attributes or [], limit=limit, offset=offset
+    )
 
 
 def _due_now(now: datetime) -> Case:
