@@ -15,6 +15,7 @@ from ..client import get_status, list_instances
 from ..conf import database_alias
 from ..definitions import DEFAULT_QUEUE, check_queue
 from ..errors import WorkflowPayloadError
+from ..instances import check_key
 from ..models import FINISHED, UNFINISHED, Status, WorkerProcess, WorkflowInstance
 from ..registry import registry
 from ..results import InstanceStatus
@@ -193,13 +194,16 @@ def detail(status: InstanceStatus) -> str:
 
 
 def show_command(options: dict[str, Any], stdout: OutputWrapper, stderr: OutputWrapper) -> int:
-    """Print one instance; 0. CommandError for an unknown id, or one the codec cannot read."""
+    """Print one instance; 0. CommandError for an unknown id, one that cannot be an id, or an
+    instance the codec cannot read."""
+    using = database_alias(options["database"])
     try:
+        check_key("The instance id", options["id"], using)
         status = get_status(
             options["id"],
             journal=options["journal"],
             children=options["children"],
-            using=options["database"],
+            using=using,
         )
     except (TypeError, ValueError, WorkflowPayloadError) as error:
         raise CommandError(str(error)) from None
