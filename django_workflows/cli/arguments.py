@@ -4,10 +4,8 @@ command's parser."""
 from __future__ import annotations
 
 from argparse import ArgumentParser
-from django.core.management.base import CommandParser
 
-READS = ("list", "show")
-ACTIONS = ("cancel", "terminate", "retry", "delete", "resume")
+from django.core.management.base import CommandParser
 
 
 def add_subcommands(parser: CommandParser) -> None:
@@ -77,8 +75,7 @@ def add_subcommands(parser: CommandParser) -> None:
     for name, verb in (("cancel", "Cancel"), ("terminate", "Terminate")):
         sub = add(
             name,
-            "Request a cancel: each instance stops at its next ctx call and runs its "
-            "compensations."
+            "Request a cancel: each instance stops at its next ctx call and runs its compensations."
             if name == "cancel"
             else "Request a terminate: each instance stops without running its compensations.",
         )
@@ -96,9 +93,7 @@ def add_subcommands(parser: CommandParser) -> None:
     deadline.add_argument(
         "--timeout", metavar="DURATION", help='A new run timeout from now, as "2d".'
     )
-    deadline.add_argument(
-        "--no-timeout", action="store_true", help="No run timeout any more."
-    )
+    deadline.add_argument("--no-timeout", action="store_true", help="No run timeout any more.")
 
     delete = add("delete", "Delete finished instances with their journals.")
     ids(delete)
@@ -115,4 +110,3 @@ def add_subcommands(parser: CommandParser) -> None:
         metavar="NAME",
         help="The breakpoint to resume (default: the only one each waits at).",
     )
-

@@ -182,8 +182,7 @@ def detail(status: InstanceStatus) -> str:
     if status.waits:
         # The engine's own waits ($breakpoint, $task...) are keyed by the instance's id: left out.
         signals = [
-            w.signal if w.key in (None, status.id) else f"{w.signal}[{w.key}]"
-            for w in status.waits
+            w.signal if w.key in (None, status.id) else f"{w.signal}[{w.key}]" for w in status.waits
         ]
         parts.append("waits " + ", ".join(signals))
     if status.wake_at is not None and (status.waits or status.status == Status.SUSPENDED):

@@ -44,7 +44,11 @@ def test_show_prints_the_instance_field_by_field(instances):
     assert "Journal:" not in out
     # The values line up after the longest name.
     column = lines[0].index("order-1")
-    assert all(line[column - 1] == " " for line in lines if not line.startswith(" ") and ":" in line and not line.endswith(":"))
+    assert all(
+        line[column - 1] == " "
+        for line in lines
+        if not line.startswith(" ") and ":" in line and not line.endswith(":")
+    )
 
 
 def test_show_lists_what_an_instance_waits_for(instances):
