@@ -73,6 +73,12 @@ def list_filters(options: dict[str, Any], using: str) -> dict[str, Any]:
                 )
             statuses.append(part.strip())
     workflow, queue = options["workflow"], options["queue"]
+    # Checked before any query: PostgreSQL refuses a NUL in a parameter with an error.
+    for option in ("workflow", "parent", "schedule"):
+        try:
+            check_key(f"--{option}", options[option], using)
+        except ValueError as error:
+            raise CommandError(str(error)) from None
     if workflow is not None and not _known_workflow(workflow, using):
         known = ", ".join(sorted({d.name for d in registry.all()})) or "none"
         raise CommandError(
