@@ -27,8 +27,9 @@ def terminal_width() -> int:
 
 def table(columns: Sequence[Column], rows: Sequence[Sequence[str]], width: int) -> list[str]:
     """The header and the rows as lines of aligned columns no wider than `width` where the
-    shortenable columns allow it (the last shortenable one is shortened first); no trailing
-    spaces."""
+    shortenable columns allow it (the last shortenable one is shortened first); a cell's line
+    breaks and tabs become spaces; no trailing spaces."""
+    rows = [[_one_line(cell) for cell in row] for row in rows]
     widths = [
         max([len(column.header), *(len(row[i]) for row in rows)])
         for i, column in enumerate(columns)
@@ -50,6 +51,11 @@ def table(columns: Sequence[Column], rows: Sequence[Sequence[str]], width: int) 
         fitted = [clip(cell, widths[i]).ljust(widths[i]) for i, cell in enumerate(cells)]
         lines.append(GAP.join(fitted).rstrip())
     return lines
+
+
+def _one_line(text: str) -> str:
+    # A message with line breaks would break the table's rows apart.
+    return text.replace("\r\n", " ").replace("\n", " ").replace("\r", " ").replace("\t", " ")
 
 
 def clip(text: str, width: int) -> str:

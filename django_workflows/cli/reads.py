@@ -178,10 +178,7 @@ def detail(status: InstanceStatus) -> str:
     if unfinished and status.cancel_requested:
         return "cancel requested"
     if status.status in FINISHED:
-        error = status.error or {}
-        if error:
-            return f"{error.get('name', 'error')}: {error.get('message', '')}".rstrip(": ")
-        return ""
+        return _error_line(status.error) or ""
     if status.status == Status.RUNNING and status.lease_owner:
         return f"on {status.lease_owner}"
     parts = []
@@ -322,7 +319,8 @@ def _requested(s: InstanceStatus) -> str | None:
 def _error_line(error: dict[str, Any] | None) -> str | None:
     if not error:
         return None
-    return f"{error.get('name', 'error')}: {error.get('message', '')}"
+    name, message = error.get("name", "error"), error.get("message")
+    return f"{name}: {message}" if message else str(name)
 
 
 def _error_details(error: dict[str, Any]) -> list[str]:

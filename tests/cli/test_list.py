@@ -131,3 +131,13 @@ def test_a_queue_only_a_worker_lists_is_known(instances):
         last_seen_at=wf.get_status("order-1").created_at,
     )
     assert run("list", "--queue", "slow-api") == (0, "", "No instances match.\n")
+
+
+def test_a_message_with_line_breaks_stays_on_its_row(instances, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    wf.cancel("order-1", "first line\nsecond line")
+    wf.drain()
+    lines = run("list")[1].splitlines()
+    assert len(lines) == 7
+    [cancelled] = [line for line in lines if line.startswith("order-1 ")]
+    assert cancelled.endswith("WorkflowCancelledError: first line second line")
