@@ -68,3 +68,23 @@ def test_the_exit_status_says_whether_every_id_was_done(define):
     assert usage.returncode == 2
     assert "usage:" in usage.stderr and "invalid int value: 'many'" in usage.stderr
     assert "Traceback" not in bad.stderr + usage.stderr + refused.stderr
+
+
+@pytest.mark.django_db(transaction=False)
+def test_a_database_without_the_tables_is_a_command_error(tmp_path):
+    # A fresh SQLite file (the settings put it in TMPDIR): no migration ever ran there.
+    environment = {**os.environ, "DB": "sqlite", "TMPDIR": str(tmp_path), "CODEC": ""}
+    environment["DJANGO_SETTINGS_MODULE"] = "tests.settings"
+    finished = subprocess.run(
+        [sys.executable, "-m", "django", "workflows", "cancel", "x"],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert finished.returncode == 1
+    assert "CommandError: The django_workflows tables on database 'default' are missing" in (
+        finished.stderr
+    )
+    assert "Traceback" not in finished.stderr
