@@ -52,7 +52,9 @@ def resume(id: str, name: str | None = None, *, using: str | None = None) -> str
     check_key("id", id, using)
     with transaction.atomic(using=using, savepoint=False):
         pending = addressed.lock_and_read(using, id, "breakpoint")
-        refusal = _refusal(id, pending, "a breakpoint")
+        refusal = _refusal(
+            id, pending, ended="is at no breakpoint", idle="is not waiting at a breakpoint"
+        )
         if refusal is None:
             names = list(pending.entries)
             if name is None and len(names) > 1:
@@ -128,7 +130,12 @@ def _report(id: str, name: str, outcome: dict[str, Any], using: str | None) -> N
     attempt = re.compile(re.escape(f"{addressed.TASK_PREFIX}{name}#") + r"([0-9]+)")
     with transaction.atomic(using=using, savepoint=False):
         pending = addressed.lock_and_read(using, id, "task")
-        refusal = _refusal(id, pending, f"task {name!r}")
+        refusal = _refusal(
+            id,
+            pending,
+            ended=f"waits for no task {name!r}",
+            idle=f"is not waiting for task {name!r}",
+        )
         waiting = [
             (entry, int(found.group(1)))
             for entry in pending.entries
@@ -162,13 +169,15 @@ def _report(id: str, name: str, outcome: dict[str, Any], using: str | None) -> N
         raise _error(pending, refusal)
 
 
-def _refusal(id: str, pending: addressed.Pending, what: str) -> str | None:
+def _refusal(id: str, pending: addressed.Pending, *, ended: str, idle: str) -> str | None:
+    """Why `id` cannot be resumed or completed: unknown, finished (`ended`: what it then is
+    not, "waits for no task 'x'"), or waiting for nothing addressed (`idle`)."""
     if pending.status is None:
         return f"No workflow instance has the id {id!r}."
     if pending.finished:
-        return f"Instance {id!r} is {pending.status}: it waits for no {what}."
+        return f"Instance {id!r} is {pending.status}: it {ended}."
     if not pending.entries:
-        return f"Instance {id!r} is not waiting at {what}."
+        return f"Instance {id!r} {idle}."
     return None
 
 

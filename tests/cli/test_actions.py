@@ -121,7 +121,7 @@ def test_resume_continues_an_instance_at_its_breakpoint(instances):
     status, out, err = run("resume", "gate-1", "order-1")
     assert status == 1 and out == ""
     finished, elsewhere = err.splitlines()
-    assert finished.startswith("Refused: gate-1 is completed: it waits for no")
+    assert finished == "Refused: gate-1 is completed: it is at no breakpoint."
     assert elsewhere == "Refused: order-1 is not waiting at a breakpoint."
 
 
