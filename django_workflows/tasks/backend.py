@@ -30,8 +30,9 @@ from .compat import (
     TaskResultStatus,
     task_enqueued,
 )
+from .names import STEP, TASK_PATH, TASK_WORKFLOW
 from .records import stored_result, task_result
-from .workflow import STEP, TASK_WORKFLOW, register
+from .workflow import register
 
 OPTIONS = ("RETRY",)
 
@@ -112,7 +113,7 @@ class WorkflowTaskBackend(BaseTaskBackend):
         id = get_random_string(32)
         now = clock.now()
         input = {
-            "task": path,
+            TASK_PATH: path,
             "backend": self.alias,
             "priority": task.priority,
             "queue_name": task.queue_name,

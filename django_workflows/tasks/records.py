@@ -11,6 +11,7 @@ from django.utils.module_loading import import_string
 
 from ..models import Status
 from .compat import InvalidTask, Task, TaskError, TaskResult, TaskResultStatus
+from .names import TASK_PATH
 
 # The step's journal statuses (engine/journal.py's), as this module reads them.
 STEP_RUNNING = "running"
@@ -27,9 +28,9 @@ def load_task(input: dict[str, Any]) -> Task:
     """The Task an instance was enqueued for: the object at its module path, with the
     priority, queue and run_after it was enqueued with. ImportError when the path no longer
     imports; InvalidTask when it names something other than a task."""
-    found = import_string(input["task"])
+    found = import_string(input[TASK_PATH])
     if not isinstance(found, Task):
-        raise InvalidTask(f"{input['task']!r} is not a task (decorate it with @task).")
+        raise InvalidTask(f"{input[TASK_PATH]!r} is not a task (decorate it with @task).")
     changes: dict[str, Any] = {}
     if found.priority != input["priority"]:
         changes["priority"] = input["priority"]

@@ -24,10 +24,9 @@ from .compat import (
     task_finished,
     task_started,
 )
+from .names import STEP, TASK_WORKFLOW
 from .records import load_task, task_result
 
-TASK_WORKFLOW = "django_workflows.task"
-STEP = "task"
 # A traceback is kept whole up to this many characters, its end past it (the end names the
 # line that raised).
 MAX_TRACEBACK = 32_000

@@ -22,7 +22,7 @@ from django_workflows.tasks.compat import (
     task_finished,
     task_started,
 )
-from django_workflows.tasks.workflow import TASK_WORKFLOW
+from django_workflows.tasks.names import TASK_WORKFLOW
 from tests.tasks import tasks
 
 pytestmark = pytest.mark.django_db(transaction=True)
