@@ -4,7 +4,6 @@ an instance of the built-in task workflow (tasks/workflow.py), claimed and run b
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 from django.core import checks
@@ -160,33 +159,41 @@ class WorkflowTaskBackend(BaseTaskBackend):
             status.updated_at,
         )
 
-    def check(self, **kwargs: Any) -> Iterable[checks.CheckMessage]:
+    def check(self, **kwargs: Any) -> list[checks.CheckMessage]:
         """Errors for OPTIONS that are not this backend's (RETRY's shape) and QUEUES that are
         not a list of queue names the engine can store."""
-        for problem in self.problems:
-            yield checks.Error(
+        found: list[checks.CheckMessage] = [
+            checks.Error(
                 f"TASKS[{self.alias!r}]: {problem}",
                 hint="OPTIONS takes RETRY, a dict of Retry's fields "
                 "(attempts, delay, factor, max_delay, jitter).",
                 id="django_workflows.tasks.E001",
             )
+            for problem in self.problems
+        ]
         queues = self.raw_queues
         if queues is not None and (
             not isinstance(queues, list | tuple) or not all(isinstance(q, str) for q in queues)
         ):
-            yield checks.Error(
-                f"TASKS[{self.alias!r}]['QUEUES'] must be a list of queue names, not {queues!r}.",
-                id="django_workflows.tasks.E002",
+            found.append(
+                checks.Error(
+                    f"TASKS[{self.alias!r}]['QUEUES'] must be a list of queue names, "
+                    f"not {queues!r}.",
+                    id="django_workflows.tasks.E002",
+                )
             )
-            return
+            return found
         for queue in queues or []:
             try:
                 check_queue(queue, "queue")
             except ValueError as error:
-                yield checks.Error(
-                    f"TASKS[{self.alias!r}]['QUEUES']: {error}",
-                    id="django_workflows.tasks.E002",
+                found.append(
+                    checks.Error(
+                        f"TASKS[{self.alias!r}]['QUEUES']: {error}",
+                        id="django_workflows.tasks.E002",
+                    )
                 )
+        return found
 
 
 def _importable(task: Task) -> str:

@@ -62,7 +62,7 @@ except ImportError:
     FRAMEWORK = "django_tasks"
 
 # Django 6 and the backport's latest release call it InvalidTask; 0.12 InvalidTaskError.
-InvalidTask: type[Exception] = getattr(_exceptions, "InvalidTask", None) or getattr(
+InvalidTask: type[Exception] = getattr(_exceptions, "InvalidTask", None) or getattr(  # noqa: B009
     _exceptions, "InvalidTaskError"
 )
 TaskResultDoesNotExist: type[Exception] = _exceptions.TaskResultDoesNotExist

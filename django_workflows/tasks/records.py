@@ -55,7 +55,7 @@ def task_result(
 ) -> TaskResult:
     """A TaskResult of `status` from the enqueued input and an attempt history (worker_ids,
     started_at, last_attempted_at, errors)."""
-    result = TaskResult(
+    result: TaskResult = TaskResult(
         task=task,
         id=id,
         status=TaskResultStatus(status),

@@ -40,9 +40,9 @@ def register() -> None:
 
 def run(ctx: Any, input: dict[str, Any]) -> Any:
     """The task workflow: its one step, retried as the task's backend says."""
-    backend = task_backends[input["backend"]]
+    retry = task_backends[input["backend"]].retry  # type: ignore[attr-defined]
     worker = ctx.worker_id or ""
-    return ctx.step(STEP, lambda step: attempt(step, ctx.instance_id, input, worker), retry=backend.retry)
+    return ctx.step(STEP, lambda step: attempt(step, ctx.instance_id, input, worker), retry=retry)
 
 
 def _now() -> str:
@@ -86,7 +86,7 @@ def attempt(step: Any, id: str, input: dict[str, Any], worker: str) -> dict[str,
             }
         )
         step.progress = history
-        policy = default_retry().merged(backend.retry)
+        policy = default_retry().merged(backend.retry)  # type: ignore[attr-defined]
         if task is not None and policy.gives_up(step.attempt, error):
             failed = task_result(
                 task,

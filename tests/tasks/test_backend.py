@@ -108,7 +108,7 @@ def test_a_failing_task_is_failed_after_its_configured_attempts_with_each_traceb
     assert error.exception_class is RuntimeError
     assert "Traceback (most recent call last)" in error.traceback
     assert "RuntimeError: boom" in error.traceback
-    assert 'in explode' in error.traceback
+    assert "in explode" in error.traceback
     assert failed.finished_at is not None
     with pytest.raises(ValueError):
         failed.return_value  # noqa: B018 - Django's ValueError("Task failed")
