@@ -58,9 +58,9 @@ def round_workflows(count: int, concurrency: int, env: dict[str, str]) -> tuple[
 
 def round_db(count: int, env: dict[str, str]) -> tuple[float, float]:
     from django.db.models import Max, Min
+    from django_tasks_db.models import DBTaskResult
 
     from benchmarks.benchtasks import db_noop
-    from django_tasks_db.models import DBTaskResult
 
     DBTaskResult.objects.all().delete()
     for _ in range(count):

@@ -9,6 +9,7 @@ from typing import Any
 from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
+from django.utils import timezone
 from django.utils.crypto import get_random_string
 from django.utils.module_loading import import_string
 
@@ -125,6 +126,9 @@ class WorkflowTaskBackend(BaseTaskBackend):
         result = task_result(task, id, input, TaskResultStatus.READY, {})
         input["args"], input["kwargs"] = result.args, result.kwargs
         using = database_alias()
+        wake_at = task.run_after
+        if wake_at is not None and timezone.is_naive(wake_at):  # USE_TZ = False
+            wake_at = timezone.make_aware(wake_at)
         start_instance(
             registry.resolve(TASK_WORKFLOW),
             input,
@@ -132,7 +136,7 @@ class WorkflowTaskBackend(BaseTaskBackend):
             using=using,
             priority=engine_priority(task.priority),
             queue=task.queue_name,
-            wake_at=task.run_after,
+            wake_at=wake_at,
         )
         sender = type(self)
         # Sent once the task exists for the workers: at commit, never for a rolled-back one.

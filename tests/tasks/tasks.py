@@ -53,6 +53,14 @@ def with_context(context: Any) -> int:
     return context.attempt
 
 
+@task(takes_context=True)
+def look_at_itself(context: Any) -> list[Any]:
+    """Its own TaskResult, read from the database while it runs."""
+    own = context.task_result
+    stored = own.task.get_result(own.id)
+    return [stored.status, stored.attempts, stored.worker_ids == own.worker_ids]
+
+
 @task
 async def sleepy(value: str) -> str:
     await asyncio.sleep(0)

@@ -239,3 +239,35 @@ def test_signals_are_sent_where_the_framework_defines_them(workflow_clock):
     finally:
         for signal, receive in receivers.items():
             signal.disconnect(receive)
+
+
+def test_a_running_task_reads_as_running_with_its_worker():
+    result = tasks.look_at_itself.enqueue()
+    once()
+    assert tasks.look_at_itself.get_result(result.id).return_value == ["RUNNING", 1, True]
+
+
+def test_a_cancelled_task_is_failed():
+    result = tasks.add.enqueue(1, 2)
+    wf.cancel(result.id)
+    once()
+    cancelled = tasks.add.get_result(result.id)
+    assert cancelled.status == TaskResultStatus.FAILED
+    assert tasks.calls == []
+    assert cancelled.finished_at is not None
+
+
+def test_the_task_instance_keeps_its_payloads_decoded_through_a_codec():
+    from django.test import override_settings
+
+    from django_workflows.codecs import AesGcmPayloadCodec
+    from django_workflows.models import WorkflowInstance
+
+    codec = AesGcmPayloadCodec(keys={"k": "dGVzdHMtb25seS1rZXktMzItYnl0ZXMtbG9uZy4uLi4="})
+    with override_settings(DJANGO_WORKFLOWS={"CODEC": codec}):
+        result = tasks.record.enqueue("secret-name")
+        raw = WorkflowInstance.objects.get(id=result.id).input
+        assert "secret-name" not in str(raw)
+        once()
+        done = tasks.record.get_result(result.id)
+        assert done.return_value == "secret-name" and done.args == ["secret-name"]
