@@ -3,11 +3,11 @@
 
 from __future__ import annotations
 
-import asyncio
 from datetime import timedelta
 from io import StringIO
 
 import pytest
+from asgiref.sync import async_to_sync
 from django.core.management import call_command
 from django.db import transaction
 
@@ -176,9 +176,10 @@ def test_an_async_task_function_runs():
 
 
 def test_aenqueue_and_aget_result():
-    result = asyncio.run(tasks.add.aenqueue(4, 5))
+    # async_to_sync: the thread-sensitive database calls run on this thread, its connection.
+    result = async_to_sync(tasks.add.aenqueue)(4, 5)
     once()
-    done = asyncio.run(tasks.add.aget_result(result.id))
+    done = async_to_sync(tasks.add.aget_result)(result.id)
     assert done.return_value == 9
 
 
@@ -193,7 +194,7 @@ def test_an_unknown_id_or_a_plain_instance_is_no_task_result(define):
         with pytest.raises(TaskResultDoesNotExist):
             backend.get_result(id)
     with pytest.raises(TaskResultDoesNotExist):
-        asyncio.run(backend.aget_result("nope"))
+        async_to_sync(backend.aget_result)("nope")
 
 
 def test_signals_are_sent_where_the_framework_defines_them(workflow_clock):
