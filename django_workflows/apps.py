@@ -6,8 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from django.apps import AppConfig
+from django.conf import settings
 from django.db.models.signals import post_migrate
-from django.utils.module_loading import autodiscover_modules
+from django.utils.module_loading import autodiscover_modules, import_string
 
 from .store.backends import backend
 
@@ -25,8 +26,33 @@ class DjangoWorkflowsConfig(AppConfig):
 
         post_migrate.connect(_create_lock_rows, sender=self)
         autodiscover_modules("workflows")
+        _register_task_workflow()
         # After the workflows modules: their start_on and signal_on are all declared by now.
         connect_receivers()
+
+
+def _register_task_workflow() -> None:
+    """The built-in task workflow, where TASKS names WorkflowTaskBackend (or a subclass):
+    only there do workers claim its instances."""
+    configured = getattr(settings, "TASKS", None)
+    if not isinstance(configured, dict):
+        return
+    for params in configured.values():
+        path = params.get("BACKEND") if isinstance(params, dict) else None
+        if not isinstance(path, str):
+            continue
+        if not path.startswith("django_workflows.tasks."):
+            try:
+                found = import_string(path)
+            except ImportError:
+                continue  # the framework's own check reports it
+            bases = getattr(found, "__mro__", ())
+            if not any(base.__module__.startswith("django_workflows.tasks") for base in bases):
+                continue
+        from .tasks.workflow import register
+
+        register()
+        return
 
 
 def _create_lock_rows(using: str = "default", **kwargs: Any) -> None:

@@ -87,13 +87,15 @@ def start_instance(
     subject: Any = None,
     tags: Any = None,
     attributes: Any = None,
+    wake_at: datetime | None = None,
 ) -> StartResult:
     """start() of a resolved definition; a schedule's occurrence passes its id and time too,
     a child its parent's id and what becomes of it when the parent ends. `repeated`: the id
     is a step's, whose repeat gets the instance back whatever its input. `subject`: the saved
     model instance it is about (an existing instance keeps the subject it was started with).
     `tags` (with the definition's own) and `attributes` are written with a created instance
-    only. `queue`: the definition's unless given."""
+    only. `queue`: the definition's unless given. `wake_at`: the first time a worker may
+    claim it (a Django task's run_after), now unless given."""
     value = to_json(input, f'The input of workflow "{definition.name}"', using=using)
     merged = check_tags(tags, static=definition.tags) if tags is not None or definition.tags else []
     # Checked here, before any SQL: the caller's transaction stays usable when one is refused.
@@ -130,7 +132,7 @@ def start_instance(
         version=definition.version,
         status=Status.PENDING,
         input=value,
-        wake_at=now,
+        wake_at=now if wake_at is None else wake_at,
         deadline=None if run_timeout is None else now + run_timeout,
         priority=priority or 0,
         queue=queue,

@@ -6,6 +6,7 @@ DB=sqlite (default), DB=postgres or DB=mysql; for the servers DB_HOST (127.0.0.1
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import tempfile
 from pathlib import Path
@@ -104,6 +105,21 @@ def database_from_environment() -> dict[str, Any]:
 
 
 DATABASES = {"default": database_from_environment()}
+
+# Django Tasks on the engine (tests/tasks/): Django 6's django.tasks, or the backport.
+if django.VERSION >= (6, 0) or importlib.util.find_spec("django_tasks"):
+    if django.VERSION < (6, 0):
+        INSTALLED_APPS.append("django_tasks")  # the backport's checks and signals
+    TASKS = {
+        "default": {
+            "BACKEND": "django_workflows.tasks.WorkflowTaskBackend",
+            "QUEUES": ["default", "mail", "gpu"],
+        },
+        "retrying": {
+            "BACKEND": "django_workflows.tasks.WorkflowTaskBackend",
+            "OPTIONS": {"RETRY": {"attempts": 3, "delay": "10s", "factor": 1}},
+        },
+    }
 
 # Quiet by default; pytest's caplog still captures records (it attaches its own handler).
 LOGGING = {

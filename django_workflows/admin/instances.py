@@ -47,6 +47,7 @@ from .display import (
 from .forks import ForkAdmin, fork_refusal
 from .subjects import SubjectAdmin
 from .tags import TagFilter, TagsAdmin
+from .tasks import TaskFilter, TasksAdmin
 from .timeline import build_timeline, journal_row
 
 CHILDREN_SHOWN = 100
@@ -55,7 +56,7 @@ CHILDREN_SHOWN = 100
 ACTIONS = ("cancel", "terminate", "retry", "resume", "fork", "delete", "force_delete")
 
 
-class WorkflowInstanceAdmin(SubjectAdmin, TagsAdmin, ForkAdmin, ReadOnlyAdmin):
+class WorkflowInstanceAdmin(SubjectAdmin, TagsAdmin, TasksAdmin, ForkAdmin, ReadOnlyAdmin):
     list_display = (
         "id",
         "status_badge",
@@ -67,7 +68,7 @@ class WorkflowInstanceAdmin(SubjectAdmin, TagsAdmin, ForkAdmin, ReadOnlyAdmin):
         "generation",
         "updated_at",
     )
-    list_filter = ("status", "workflow", "version", TagFilter, "schedule_id")
+    list_filter = ("status", "workflow", "version", TagFilter, TaskFilter, "schedule_id")
     date_hierarchy = "created_at"
     search_fields = ("id", "parent_id")
     search_help_text = (
@@ -154,6 +155,7 @@ class WorkflowInstanceAdmin(SubjectAdmin, TagsAdmin, ForkAdmin, ReadOnlyAdmin):
         "cancel_reason",
         "concurrency_key",
         "rate_limit_key",
+        "task_path",
     )
 
     # -- permissions: view only (Django's delete would bypass the client); the actions have

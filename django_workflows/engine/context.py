@@ -53,6 +53,8 @@ class WorkflowContext:
         self.run: int = instance.runs
         # How often the instance continued as new before this run (ctx.continue_as_new()).
         self.generation: int = instance.generation
+        # The id of the worker running this execution (its lease owner), None outside one.
+        self.worker_id: str | None = instance.lease_owner
         self.schedule: ScheduleOccurrence | None = (
             ScheduleOccurrence(instance.schedule_id, instance.scheduled_at)
             if instance.schedule_id and instance.scheduled_at
