@@ -9,6 +9,7 @@ from typing import Any
 from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
+from django.utils.timesince import timesince
 
 from .. import clock
 from ..conf import database_alias
@@ -103,7 +104,11 @@ class WorkerProcessAdmin(ReadOnlyAdmin):
     ) -> HttpResponse:
         state = health(using=database_alias())
         queues = [
-            {"backlog": queue, "link": changelist_url(WorkflowInstance, queue=queue.queue)}
+            {
+                "backlog": queue,
+                "link": changelist_url(WorkflowInstance, queue=queue.queue),
+                "waiting": timesince(queue.oldest_due_at, now=state.now),  # the workflow clock's
+            }
             for queue in state.queues
         ]
         context = {
