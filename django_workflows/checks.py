@@ -163,10 +163,16 @@ def check_queues(app_configs: Any = None, databases: Any = None, **kwargs: Any) 
     try:
         alias = get_settings().database
     except (ValueError, TypeError):
+        return []  # E001 names the setting
+    # As Django's own database checks: only when asked for a database (check --database,
+    # migrate), and not before the tables it reads exist (migrate runs the checks first).
+    if databases is None or alias not in databases or pending_migrations(alias):
         return []
-    if (databases is not None and alias not in databases) or pending_migrations(alias):
-        return []  # the tables it reads are not there yet: migrate runs the checks first
-    seen = worker_registry.seen_since(alias, clock.now() - QUEUES_SEEN_WITHIN)
+    try:
+        now = clock.now()
+    except Exception:  # a CLOCK that cannot tell the time: E001 names it
+        return []
+    seen = worker_registry.seen_since(alias, now - QUEUES_SEEN_WITHIN)
     if not seen or any(not worker.queues for worker in seen):
         return []  # nothing known of this deployment's workers, or one claims every queue
     listed = {queue for worker in seen for queue in worker.queues}

@@ -80,4 +80,7 @@ def test_it_runs_only_for_the_workflows_database(workflow_clock):
     wf.start("ops-quick", {}, id="g-1", queue="gpu")
     register("cpu", queues=["default"])
     assert check_queues(databases=["elsewhere"]) == []
+    # Without a database asked for (plain `manage.py check`), as Django's own database checks.
+    assert check_queues() == []
+    assert [m.id for m in checks.run_checks() if m.id == "django_workflows.W003"] == []
     assert len(check_queues(databases=[connection.alias])) == 1
