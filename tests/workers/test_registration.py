@@ -75,13 +75,19 @@ def test_the_running_executions_are_counted_at_each_heartbeat(workflow_clock, de
         release.set()
 
 
-def test_a_worker_whose_row_was_deleted_registers_again(workflow_clock):
+def test_a_worker_whose_row_was_deleted_registers_again(workflow_clock, caplog):
+    caplog.set_level(logging.INFO, logger="django_workflows")
     with worker_thread(id="w-3", lease_duration="600ms", poll_interval="50ms"):
         wait_for(lambda: row("w-3"), what="the worker's row")
+        started = row("w-3").started_at
         registry.unregister(connection.alias, "w-3")  # as purge() or the admin deletes it
-        assert row("w-3") is None
-        wait_for(lambda: row("w-3"), what="the row written again")
-        assert row("w-3").queues == []
+        later = workflow_clock.advance("1m")
+        wait_for(
+            lambda: "Worker w-3 registered again" in caplog.text,
+            what="the row written again",
+        )
+        wait_for(lambda: row("w-3").last_seen_at == later, what="a heartbeat")
+        assert row("w-3").started_at == started  # the same worker, written again
     assert row("w-3") is None
 
 
