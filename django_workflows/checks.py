@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.core.checks import Error, Tags, register
+from django.core.checks import Error, Tags, Warning, register
 from django.utils.module_loading import import_string
 
-from . import codecs
+from . import clock, codecs
 from .conf import get_settings
 from .models import KEY_LENGTH
 from .registry import registry
 from .retries import RetryPolicy
+from .store import workers as worker_registry
 from .store.backends import backend
+from .tables import pending_migrations
+
+# How far back check_queues looks in the registry of workers for the queues they list.
+QUEUES_SEEN_WITHIN = timedelta(days=1)
 
 
 @register()
@@ -145,4 +151,51 @@ def _check_limit_keys(definition: Any, latest: Any) -> list[Any]:
                     id="django_workflows.E008",
                 )
             )
+    return problems
+
+
+@register(Tags.database)
+def check_queues(app_configs: Any = None, databases: Any = None, **kwargs: Any) -> list[Any]:
+    """W003: a queue of a registered workflow (@workflow(queue=...)) or of an unfinished
+    instance that no worker seen in the last day lists. It knows the workers from the registry
+    of worker processes (WorkerProcess rows, which every runworkflows process writes); with no
+    row seen in the last day (a new database, tests, drain() alone) it says nothing."""
+    try:
+        alias = get_settings().database
+    except (ValueError, TypeError):
+        return []  # E001 names the setting
+    # As Django's own database checks: only when asked for a database (check --database,
+    # migrate), and not before the tables it reads exist (migrate runs the checks first).
+    if databases is None or alias not in databases or pending_migrations(alias):
+        return []
+    try:
+        now = clock.now()
+    except Exception:  # a CLOCK that cannot tell the time: E001 names it
+        return []
+    seen = worker_registry.seen_since(alias, now - QUEUES_SEEN_WITHIN)
+    if not seen or any(not worker.queues for worker in seen):
+        return []  # nothing known of this deployment's workers, or one claims every queue
+    listed = {queue for worker in seen for queue in worker.queues}
+    of_workflows: dict[str, list[str]] = {}
+    for definition in registry.all():
+        of_workflows.setdefault(definition.queue, []).append(definition.name)
+    of_instances = worker_registry.unfinished_queues(alias)
+    problems = []
+    for queue in sorted((set(of_workflows) | of_instances) - listed):
+        whose = [f"workflow {name!r}" for name in sorted(set(of_workflows.get(queue, [])))]
+        if queue in of_instances:
+            whose.append("unfinished instances")
+        problems.append(
+            Warning(
+                f"Queue {queue!r} (of {', '.join(whose)}) is listed by no worker seen in the "
+                f"last day: the registry of worker processes (WorkerProcess rows, written by "
+                f"each runworkflows process) has {len(seen)} worker(s) seen since, listing "
+                f"only {', '.join(repr(q) for q in sorted(listed))}. Its instances wait until "
+                f"a worker claims from it.",
+                hint=f"Run a worker with `runworkflows --queue {queue}` (or one without "
+                f"--queue, which claims from every queue).",
+                obj=queue,
+                id="django_workflows.W003",
+            )
+        )
     return problems

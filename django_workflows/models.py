@@ -362,28 +362,35 @@ class RateLimitWindow(models.Model):
 class WorkerProcess(models.Model):
     """A live (or lately gone) worker process: registered when it starts, its `last_seen_at`
     refreshed by its lease renewer, deleted on a clean exit. A row whose `last_seen_at` is three
-    heartbeats old is a worker that died; purge() deletes those a day old."""
+    heartbeats old (past `gone_at`) is a worker that died; purge() deletes those gone a day."""
 
     id = KeyField(primary_key=True, max_length=KEY_LENGTH)  # the worker id (lease_owner)
     host = models.CharField(max_length=KEY_LENGTH)
     pid = models.PositiveIntegerField()
     # The queues it claims from; empty for every queue.
     queues = models.JSONField(default=list, blank=True)
-    # The workflows it runs ("name@version"), empty for every registered one.
+    # The workflows it runs ("name@version") when started with some (--workflow), empty for
+    # every one registered in its process.
     workflows = models.JSONField(default=list, blank=True)
     concurrency = models.PositiveIntegerField()
-    version = models.CharField(max_length=32)  # django_workflows.__version__
+    version = models.CharField(max_length=32)  # of the django-durable-workflows package
     heartbeat = models.FloatField()  # seconds between two refreshes of last_seen_at
     started_at = models.DateTimeField()
     last_seen_at = models.DateTimeField()
+    # last_seen_at + three heartbeats: past it, the worker is gone (killed, or cut off from the
+    # database). Stored, so that "live first", "gone" and purge() are plain indexed comparisons.
+    gone_at = models.DateTimeField()
     running = models.PositiveIntegerField(default=0)  # executions in progress at last_seen_at
     executed = models.PositiveBigIntegerField(default=0)  # executions ended since it started
 
     class Meta:
         verbose_name = "worker process"
         verbose_name_plural = "worker processes"
-        ordering = ["-last_seen_at", "id"]
-        indexes = [models.Index(fields=["last_seen_at"], name="dw_worker_seen")]
+        ordering = ["-gone_at", "id"]  # the live ones first
+        indexes = [
+            models.Index(fields=["last_seen_at"], name="dw_worker_seen"),
+            models.Index(fields=["gone_at"], name="dw_worker_gone"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.id} ({self.host}, pid {self.pid})"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from django.db import transaction
@@ -19,12 +20,15 @@ from .models import FINISHED, UNFINISHED, Status
 from .results import InstanceStatus, PurgeResult
 from .store import instances as store
 from .store import maintenance, payloads
+from .store import workers as worker_registry
 from .store.signals import record_signal
 
 UNSET: Any = object()
 """retry()'s `timeout` when not given: the instance keeps its deadline."""
 
 _RETRYABLE = (Status.FAILED, Status.COMPENSATION_FAILED)
+GONE_WORKERS_KEPT = timedelta(days=1)
+"""How long purge() keeps the registry row of a worker process that is gone (killed)."""
 
 
 def retry(id: str, *, timeout: Duration | None = UNSET, using: str | None = None) -> InstanceStatus:
@@ -183,7 +187,8 @@ def purge(
 ) -> PurgeResult:
     """Delete the instances that finished more than `older_than` ago (by default completed,
     failed and cancelled ones; compensation_failed only when listed), the signals no unfinished
-    instance can take any more, and the rate-limit windows that ended; a batch at a time."""
+    instance can take any more, and the rate-limit windows that ended, a batch at a time; and
+    the registry rows of worker processes gone for more than a day."""
     using = database_alias(using)
     age = parse_duration(older_than, "older_than")
     statuses: list[str] = (
@@ -210,4 +215,5 @@ def purge(
         counts = (batch.instances, batch.signals, batch.rate_limits)
         totals = [total + count for total, count in zip(totals, counts, strict=True)]
         if max(counts) < batch_size:
-            return PurgeResult(*totals)
+            workers = worker_registry.purge_gone(using, before=clock.now() - GONE_WORKERS_KEPT)
+            return PurgeResult(totals[0], totals[1], totals[2], workers)

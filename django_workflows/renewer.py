@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -20,7 +21,8 @@ logger = logging.getLogger("django_workflows")
 
 class LeaseRenewer:
     """Renews the leases of the executions in `running` (by instance id, read under `lock`)
-    for `using`, every `heartbeat_interval`, until `ended` is set."""
+    for `using`, every `heartbeat_interval`, until `ended` is set; and calls `beat` (the
+    worker's registry row) once each heartbeat interval."""
 
     def __init__(
         self,
@@ -31,6 +33,7 @@ class LeaseRenewer:
         heartbeat_interval: timedelta,
         running: dict[str, Execution],
         lock: threading.Lock,
+        beat: Callable[[], None] | None = None,
     ) -> None:
         self.using = using
         self.owner = owner
@@ -40,6 +43,7 @@ class LeaseRenewer:
         self._running = running
         self._lock = lock
         self._row_waiters: dict[str, threading.Thread] = {}  # by instance id: _wait_for_row
+        self._beat = beat
 
     def run(self) -> None:
         """Renew every heartbeat until `ended` is set (the renewer thread's target)."""
@@ -47,6 +51,7 @@ class LeaseRenewer:
         # On through the shutdown timeout: an execution that stops at its next ctx call then
         # still holds the lease it hands back.
         wait, failures = interval, 0
+        next_beat = time.monotonic() + interval
         while not self.ended.wait(wait):
             try:
                 self.renew()
@@ -59,6 +64,14 @@ class LeaseRenewer:
                 logger.exception("Renewing leases failed; trying again in %.1fs.", wait)
             finally:
                 refresh_connections()
+            # Once a heartbeat, not at each quick retry of a failed renewal; it never raises
+            # (a failed write is logged and made again at the next heartbeat).
+            if self._beat is not None and time.monotonic() >= next_beat:
+                next_beat = time.monotonic() + interval
+                try:
+                    self._beat()
+                finally:
+                    refresh_connections()
         connections.close_all()
 
     def renew(self) -> None:

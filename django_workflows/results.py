@@ -118,6 +118,7 @@ class PurgeResult:
     instances: int
     signals: int
     rate_limits: int
+    workers: int = 0  # registry rows of worker processes gone for more than a day
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from .durations import Duration, parse_duration
 from .engine.execution import Execution, leave_alone
 from .instances import check_key
 from .models import WorkflowInstance
+from .presence import Presence
 from .registry import registry
 from .renewer import LeaseRenewer, refresh_connections
 from .schedules.runner import Scheduler
@@ -97,6 +98,19 @@ class Worker:
         self._freed = threading.Event()  # an execution ended: a slot is free
         self._lock = threading.Lock()
         self._running: dict[str, Execution] = {}
+        self._ended = 0  # executions ended since it started (its registry row's `executed`)
+        # Its row in the registry of workers, while run() or run_until_idle() serves.
+        self._presence = Presence(
+            using=self.using,
+            id=self.id,
+            queues=list(self.queues or []),
+            workflows=[f"{n}@{v}" for n, v in registry.pairs(self.workflows)]
+            if self.workflows
+            else [],
+            concurrency=self.concurrency,
+            heartbeat=self.heartbeat_interval.total_seconds(),
+            counts=self._counts,
+        )
         self._renewer = LeaseRenewer(
             using=self.using,
             owner=self.id,
@@ -104,6 +118,7 @@ class Worker:
             heartbeat_interval=self.heartbeat_interval,
             running=self._running,
             lock=self._lock,
+            beat=self._presence.beat,
         )
         self.left_behind: list[str] = []  # instances still inside a step when run() returned
 
@@ -230,6 +245,7 @@ class Worker:
         if database.serializes_writes:
             logger.info("On SQLite, run one worker process: SQLite serializes writers.")
         wakeups.subscribe(self._wake)
+        self._presence.register()
         renewer = threading.Thread(target=self._renewer.run, name=f"{self.id} renewer", daemon=True)
         renewer.start()
         listener = None
@@ -286,6 +302,7 @@ class Worker:
             self._shut_down(pool, futures)
             if listener is not None:
                 listener.join(2)  # it checks for the stop once a second, then closes its connection
+            self._presence.unregister()  # a clean exit: no longer in the registry
         return executed
 
     def _tick_schedules(self) -> None:
@@ -306,11 +323,18 @@ class Worker:
             self._freed.wait(0.05)
             self._freed.clear()
 
+    def _counts(self) -> tuple[int, int]:
+        """(executions running now, executions ended so far), for the registry row."""
+        with self._lock:
+            return len(self._running), self._ended
+
     def _execute_in_pool(self, instance: WorkflowInstance, claim: store.Claim, token: str) -> str:
         refresh_connections()
         try:
             return self._execute(instance, claim, token)
         finally:
+            with self._lock:
+                self._ended += 1
             if self._stopping.is_set():
                 # Past the shutdown's own closing of the pool's connections (a step that
                 # outlasted the shutdown timeout): close this thread's before the pool lets it go.

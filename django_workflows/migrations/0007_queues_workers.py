@@ -29,14 +29,15 @@ class Migration(migrations.Migration):
                 ('heartbeat', models.FloatField()),
                 ('started_at', models.DateTimeField()),
                 ('last_seen_at', models.DateTimeField()),
+                ('gone_at', models.DateTimeField()),
                 ('running', models.PositiveIntegerField(default=0)),
                 ('executed', models.PositiveBigIntegerField(default=0)),
             ],
             options={
                 'verbose_name': 'worker process',
                 'verbose_name_plural': 'worker processes',
-                'ordering': ['-last_seen_at', 'id'],
-                'indexes': [models.Index(fields=['last_seen_at'], name='dw_worker_seen')],
+                'ordering': ['-gone_at', 'id'],
+                'indexes': [models.Index(fields=['last_seen_at'], name='dw_worker_seen'), models.Index(fields=['gone_at'], name='dw_worker_gone')],
             },
         ),
     ]

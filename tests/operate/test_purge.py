@@ -201,7 +201,7 @@ def test_purgeworkflows_command_prints_the_counts(workflow_clock, world):
     out = io.StringIO()
     call_command("purgeworkflows", "--older-than", "30d", stdout=out)
     assert out.getvalue().strip() == (
-        "Purged 1 instance(s), 1 signal(s) and 0 rate-limit window(s)."
+        "Purged 1 instance(s), 1 signal(s), 0 rate-limit window(s) and 0 gone worker(s)."
     )
     assert not exists("old") and exists("recent")
 

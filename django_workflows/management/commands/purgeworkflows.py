@@ -14,7 +14,7 @@ from ...operations import purge
 class Command(BaseCommand):
     help = (
         "Delete finished workflow instances older than --older-than, the signals no instance "
-        "can take any more, and the rate-limit windows that ended."
+        "can take any more, the rate-limit windows that ended, and the workers gone for a day."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -41,6 +41,6 @@ class Command(BaseCommand):
             using=options["database"],
         )
         self.stdout.write(
-            f"Purged {result.instances} instance(s), {result.signals} signal(s) and "
-            f"{result.rate_limits} rate-limit window(s)."
+            f"Purged {result.instances} instance(s), {result.signals} signal(s), "
+            f"{result.rate_limits} rate-limit window(s) and {result.workers} gone worker(s)."
         )

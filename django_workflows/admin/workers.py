@@ -1,0 +1,120 @@
+"""The registry of worker processes in the admin: each worker, live or gone (the live first),
+and above the list each queue's backlog of due instances, with a warning row for a queue whose
+due instances no live worker claims."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse
+from django.utils.timesince import timesince
+
+from .. import clock
+from ..conf import database_alias
+from ..health import health
+from ..models import WorkerProcess, WorkflowInstance
+from ..store import workers as worker_registry
+from .browse import ReadOnlyAdmin
+from .display import changelist_url
+
+
+class LiveFilter(admin.SimpleListFilter):
+    """Live or gone: gone once three heartbeats passed without its renewer refreshing it."""
+
+    title = "state"
+    parameter_name = "state"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("live", "live"), ("gone", "gone")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        if self.value() == "live":
+            return queryset.filter(gone_at__gt=clock.now())
+        if self.value() == "gone":
+            return queryset.filter(gone_at__lte=clock.now())
+        return queryset
+
+
+class WorkerProcessAdmin(ReadOnlyAdmin):
+    """Read-only; a gone worker's row may be deleted (purge() deletes it a day after)."""
+
+    change_list_template = "django_workflows/admin/worker_change_list.html"
+    list_display = (
+        "id",
+        "state",
+        "host",
+        "pid",
+        "queue_list",
+        "running_of",
+        "executed",
+        "last_seen_at",
+        "started_at",
+        "version",
+    )
+    list_filter = (LiveFilter, "host")
+    search_fields = ("id", "host")
+    ordering = ("-gone_at", "id")  # the live first
+    fields = (
+        "id",
+        "host",
+        "pid",
+        "queues",
+        "workflows",
+        "concurrency",
+        "running",
+        "executed",
+        "version",
+        "heartbeat",
+        "started_at",
+        "last_seen_at",
+        "gone_at",
+    )
+    readonly_fields = fields
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # A live worker's row comes back at its next heartbeat: only a gone one may go.
+        if obj is not None and obj.gone_at > clock.now():
+            return False
+        return super(ReadOnlyAdmin, self).has_delete_permission(request, obj)
+
+    def delete_model(self, request: HttpRequest, obj: WorkerProcess) -> None:
+        worker_registry.unregister(database_alias(), obj.id)  # through the store, as all writes
+
+    def get_actions(self, request: HttpRequest) -> dict[str, Any]:
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)  # it would delete live rows too
+        return actions
+
+    @admin.display(description="state", ordering="-gone_at")
+    def state(self, obj: WorkerProcess) -> str:
+        return "live" if obj.gone_at > clock.now() else "gone"
+
+    @admin.display(description="queues")
+    def queue_list(self, obj: WorkerProcess) -> str:
+        return ", ".join(obj.queues or []) or "every queue"
+
+    @admin.display(description="running")
+    def running_of(self, obj: WorkerProcess) -> str:
+        return f"{obj.running} / {obj.concurrency}"
+
+    def changelist_view(
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        state = health(using=database_alias())
+        queues = [
+            {
+                "backlog": queue,
+                "link": changelist_url(WorkflowInstance, queue=queue.queue),
+                "waiting": timesince(queue.oldest_due_at, now=state.now),  # the workflow clock's
+            }
+            for queue in state.queues
+        ]
+        context = {
+            **(extra_context or {}),
+            "workflow_queues": queues,
+            "workflow_alerts": len(state.alerts),
+            "workflow_live_workers": len(state.live),
+        }
+        return super().changelist_view(request, extra_context=context)
