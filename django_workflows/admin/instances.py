@@ -61,13 +61,14 @@ class WorkflowInstanceAdmin(SubjectAdmin, TagsAdmin, ForkAdmin, ReadOnlyAdmin):
         "status_badge",
         "workflow",
         "version",
+        "queue",
         "custom_status_short",
         "wake_at",
         "runs",
         "generation",
         "updated_at",
     )
-    list_filter = ("status", "workflow", "version", TagFilter, "schedule_id")
+    list_filter = ("status", "workflow", "version", "queue", TagFilter, "schedule_id")
     date_hierarchy = "created_at"
     search_fields = ("id", "parent_id")
     search_help_text = (
@@ -84,7 +85,7 @@ class WorkflowInstanceAdmin(SubjectAdmin, TagsAdmin, ForkAdmin, ReadOnlyAdmin):
             {
                 "fields": (
                     ("id", "status_badge"),
-                    ("workflow", "version"),
+                    ("workflow", "version", "queue"),
                     "custom_status_json",
                     ("created_at", "updated_at"),
                     ("wake_at", "deadline"),
@@ -125,6 +126,7 @@ class WorkflowInstanceAdmin(SubjectAdmin, TagsAdmin, ForkAdmin, ReadOnlyAdmin):
         "status_badge",
         "workflow",
         "version",
+        "queue",
         "custom_status_json",
         "created_at",
         "updated_at",

@@ -136,9 +136,11 @@ class Backend:
         limit: int,
         workflows: list[tuple[str, int]],
         where: tuple[str, list[Any]] = ("", []),
+        queues: list[str] | None = None,
     ) -> Any:
         """The ids a claim under limits leases, locked, in claim order; NotImplemented where
-        the ORM's query finds them (`where`: a condition's SQL and its parameters)."""
+        the ORM's query finds them (`where`: a condition's SQL and its parameters; `queues`:
+        only those queues' instances, None for every queue)."""
         return NotImplemented
 
     def fast_claim(
@@ -150,10 +152,11 @@ class Backend:
         lease_until: Any,
         limit: int,
         workflows: list[tuple[str, int]],
+        queues: list[str] | None = None,
     ) -> Any:
         """A claim without limits by hand-written SQL, leasing up to `limit` due instances of
-        `workflows` to `owner` with `token` until `lease_until`: (instances, last signal id),
-        or NotImplemented."""
+        `workflows` (in `queues`, sorted; None: every queue) to `owner` with `token` until
+        `lease_until`: (instances, last signal id), or NotImplemented."""
         return NotImplemented
 
     def fast_write(self, id: str, token: str, write: InstanceWrite) -> Any:
