@@ -187,27 +187,29 @@ class MySQLBackend(Backend):
         pairs = " OR ".join("(workflow = %s AND version = %s)" for _ in workflows)
         adapt = self.connection.ops.adapt_datetimefield_value
         ids: list[str] = []
+        ranges: dict[int, list[str | None]] = {}
+        # The (queue, priority) pairs that have rows, by a loose index scan (DISTINCT priority
+        # alone under a WHERE on the queue reads every row of the queue, finished ones too).
         if queues is None:
             cursor.execute(f"SELECT DISTINCT priority FROM {table} ORDER BY priority")
+            ranges = {row[0]: [None] for row in cursor.fetchall()}
         else:
             marks = ", ".join(["%s"] * len(queues))
             cursor.execute(
-                f"SELECT DISTINCT priority FROM {table} FORCE INDEX (dw_instance_queue_due) "
-                f"WHERE queue IN ({marks}) ORDER BY priority",
+                f"SELECT DISTINCT queue, priority FROM {table} FORCE INDEX "
+                f"(dw_instance_queue_due) WHERE queue IN ({marks})",
                 queues,
             )
-        priorities = [row[0] for row in cursor.fetchall()]
+            for queue, priority in sorted(cursor.fetchall(), key=lambda row: (row[1], row[0])):
+                ranges.setdefault(priority, []).append(queue)
         index, queue_sql = (
             ("dw_instance_due", "")
             if queues is None
-            else (
-                "dw_instance_queue_due",
-                "AND queue = %s ",
-            )
+            else ("dw_instance_queue_due", "AND queue = %s ")
         )
-        for priority in priorities:
+        for priority, of_queues in sorted(ranges.items()):
             found: list[tuple[Any, ...]] = []
-            for queue in queues or [None]:
+            for queue in of_queues:
                 params: list[Any] = [priority, adapt(_EARLIEST), adapt(now), adapt(now)]
                 if queue is not None:
                     params.append(queue)
