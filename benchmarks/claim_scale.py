@@ -51,6 +51,7 @@ def main() -> None:
     from benchmarks.run import recreate_database
     from django_workflows.models import WorkflowInstance
     from django_workflows.store import instances as store
+    from django_workflows.store.backends import backend
 
     vendor = {"postgresql": "postgres", "mysql": "mysql", "sqlite": "sqlite"}[connection.vendor]
     if vendor == "sqlite":
@@ -129,6 +130,7 @@ def main() -> None:
         workers += [("queues default+gpu", ["default", "gpu"])]
     for label, queues in workers:
         timings = []
+        reads = _index_reads(connection, vendor)
         for _ in range(args.claims):
             t = time.perf_counter()
             claim = store.claim(
@@ -146,13 +148,28 @@ def main() -> None:
             assert queues is None or {i.queue for i in claim.instances} <= set(queues)
         timings.sort()
         p95 = timings[int(len(timings) * 0.95) - 1]
+        read = _index_reads(connection, vendor) - reads
         print(
             f"{label}: claim of 10 instances, {args.claims} claims: median "
             f"{statistics.median(timings):.2f} ms, p95 {p95:.2f} ms, min {timings[0]:.2f} ms"
+            + (f", {read / args.claims:.0f} index rows read per claim" if read else "")
         )
+    t = time.perf_counter()
+    listed = backend(connection.alias).listed_queues(100)
+    print(f"the admin's queue filter: {listed} in {(time.perf_counter() - t) * 1000:.2f} ms")
     with connection.cursor() as cursor:
         for label, queue in [("every queue", None), ("queue rare", "rare")][: 1 + args.queues]:
             _explain(cursor, vendor, table, now, label, queue)
+
+
+def _index_reads(connection: Any, vendor: str) -> int:
+    """MariaDB's and MySQL's count of index entries this session read (Handler_read_*), which
+    a loaded machine does not change as it changes times; 0 elsewhere."""
+    if vendor != "mysql":
+        return 0
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW SESSION STATUS LIKE 'Handler_read%%'")
+        return sum(int(value) for name, value in cursor.fetchall() if name != "Handler_read_rnd")
 
 
 def _explain(cursor: Any, vendor: str, table: str, now: Any, label: str, queue: str | None) -> None:

@@ -45,6 +45,7 @@ from .display import (
     status_badge,
 )
 from .forks import ForkAdmin, fork_refusal
+from .queues import QueueFilter
 from .subjects import SubjectAdmin
 from .tags import TagFilter, TagsAdmin
 from .timeline import build_timeline, journal_row
@@ -68,7 +69,7 @@ class WorkflowInstanceAdmin(SubjectAdmin, TagsAdmin, ForkAdmin, ReadOnlyAdmin):
         "generation",
         "updated_at",
     )
-    list_filter = ("status", "workflow", "version", "queue", TagFilter, "schedule_id")
+    list_filter = ("status", "workflow", "version", QueueFilter, TagFilter, "schedule_id")
     date_hierarchy = "created_at"
     search_fields = ("id", "parent_id")
     search_help_text = (

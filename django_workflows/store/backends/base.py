@@ -14,6 +14,7 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from django.apps import apps
 from django.core.checks import CheckMessage
 from django.db import connections
 from django.db.models import Model, Q
@@ -165,6 +166,15 @@ class Backend:
         upsert the journal entries, change the instance, return the flags (None: the lease is
         gone). NotImplemented where the store takes the general path."""
         return NotImplemented
+
+    def listed_queues(self, limit: int) -> list[str]:
+        """Up to `limit` queues, sorted, for the admin's queue filter: those of the instances
+        with a wake time, read from the partial claim index dw_instance_queue_due, which holds
+        only those (never from the finished instances)."""
+        model = apps.get_model("django_workflows", "WorkflowInstance")  # models import this module
+        rows = model.objects.using(self.alias).filter(wake_at__isnull=False)
+        queues = rows.order_by("queue").values_list("queue", flat=True).distinct()
+        return list(queues[:limit])
 
     # Transactions and statements.
 

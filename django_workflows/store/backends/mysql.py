@@ -233,6 +233,19 @@ class MySQLBackend(Backend):
                 break
         return ids
 
+    def listed_queues(self, limit: int) -> list[str]:
+        """The queues of every instance, by a loose index scan of dw_instance_queue_due: the
+        index holds the finished instances too here, and a condition on the wake time would
+        read them all (seconds at a million rows)."""
+        table = WorkflowInstance._meta.db_table
+        with self.connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT DISTINCT queue FROM {table} FORCE INDEX (dw_instance_queue_due) "
+                f"ORDER BY queue LIMIT %s",
+                [limit],
+            )
+            return [row[0] for row in cursor.fetchall()]
+
     def fast_write(self, id: str, token: str, write: InstanceWrite) -> Any:
         """Three statements in one transaction: lock the row by its lease token, upsert the
         journal entries (the guarded ones only while no cancel or terminate is requested),
