@@ -21,7 +21,7 @@ URL, `?queue=...`)."""
 class QueueFilter(admin.SimpleListFilter):
     """Instances in one queue. The choices are "default", the queues of the registered
     workflows, and those the claim index lists: the queues of the instances with a wake time
-    (on MySQL and MariaDB, of every instance, by a loose index scan); a DISTINCT over the whole
+    (on MySQL and MariaDB, of every instance), by a loose index scan; a DISTINCT over the whole
     table would read every finished instance."""
 
     title = "queue"
