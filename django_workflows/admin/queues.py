@@ -35,6 +35,11 @@ class QueueFilter(admin.SimpleListFilter):
             queues.add(self.value())  # type: ignore[arg-type]
         return [(queue, queue) for queue in sorted(queues)]
 
+    def has_output(self) -> bool:
+        """Shown once there is a choice to make: a site whose instances all wait in "default"
+        sees no queue filter."""
+        return len(self.lookup_choices) > 1
+
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
         queue = self.value()
         return queryset if not queue else queryset.filter(queue=queue)

@@ -69,3 +69,14 @@ def test_the_filter_offers_the_declared_queues_and_those_of_waiting_instances(ad
     assert listed(admin_client, queue="old-pool") == ["ran-1"]  # the URL works all the same
     html = admin_client.get(reverse(LIST), {"queue": "old-pool"}).content.decode()
     assert "?queue=old-pool" in html  # the chosen one is offered
+
+
+def test_the_filter_is_left_out_while_every_instance_waits_in_default(admin_client, define):
+    @define("admin-default")
+    def run(ctx, input):
+        return 1
+
+    wf.start("admin-default", id="only-default")
+    specs = admin_client.get(reverse(LIST)).context["cl"].filter_specs
+    assert "queue" not in [spec.title for spec in specs]
+    assert listed(admin_client, queue="default") == ["only-default"]  # the URL works
