@@ -1,12 +1,19 @@
 """How long a claim takes on a big table: 1,000,000 finished and 100,000 due instances.
 
     DB=postgres python benchmarks/claim_scale.py [--finished 1000000] [--due 100000] [--claims 50]
+        [--queues]
 
-Re-creates the benchmark database (`workflows_claim`), fills it with SQL (generate_series on
-PostgreSQL, recursive inserts on MariaDB), analyzes it, then times `claim()` of 10 instances
-`--claims` times from one thread (each claim leases what it takes, so every claim finds new due
-rows) and prints the median and p95, with the database's plan for the claim's candidate scan.
-Figures are printed; nothing is asserted.
+Re-creates the benchmark database (`workflows_claim`, or BENCH_DB_NAME), fills it with SQL
+(generate_series on PostgreSQL, recursive inserts on MariaDB), analyzes it, then times `claim()`
+of 10 instances `--claims` times from one thread (each claim leases what it takes, so every claim
+finds new due rows) and prints the median and p95, with the database's plan for the claim's
+candidate scan. Figures are printed; nothing is asserted.
+
+With `--queues`, one due instance in a hundred waits in the queue "rare", nine in a hundred in
+"gpu", the others (and every finished one) in "default", and the claim is timed for five workers
+in turn: one of every queue, one of "rare" only (a small queue behind a big backlog), one of
+"gpu" only, one of "default" only, and one of "default" and "gpu". With `--drop-queue-index`
+(PostgreSQL) the queue's claim index is dropped first: what a one-queue claim costs without it.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ import time
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -28,6 +36,8 @@ def main() -> None:
     parser.add_argument("--finished", type=int, default=1_000_000)
     parser.add_argument("--due", type=int, default=100_000)
     parser.add_argument("--claims", type=int, default=50)
+    parser.add_argument("--queues", action="store_true", help="due rows in three queues")
+    parser.add_argument("--drop-queue-index", action="store_true", help="PostgreSQL only")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "benchmarks.settings")
@@ -41,6 +51,7 @@ def main() -> None:
     from benchmarks.run import recreate_database
     from django_workflows.models import WorkflowInstance
     from django_workflows.store import instances as store
+    from django_workflows.store.backends import backend
 
     vendor = {"postgresql": "postgres", "mysql": "mysql", "sqlite": "sqlite"}[connection.vendor]
     if vendor == "sqlite":
@@ -52,21 +63,29 @@ def main() -> None:
     call_command("migrate", verbosity=0)
     table = WorkflowInstance._meta.db_table
     now = datetime(2026, 6, 1, tzinfo=UTC)
+    # With --queues, one due instance in ten in "gpu"; percent signs doubled for the driver.
+    spread = (
+        "CASE WHEN n %% 100 = 0 THEN 'rare' WHEN n %% 10 = 0 THEN 'gpu' ELSE 'default' END"
+        if args.queues
+        else "'default'"
+    )
     started = time.perf_counter()
     with connection.cursor() as cursor:
         if vendor == "postgres":
             fill = (
                 f"INSERT INTO {table} (id, workflow, version, status, input, wake_at, priority, "
                 f"runs, signal_cursor, cancel_requested, terminate_requested, journal_warned, "
-                f"awaited, created_at, updated_at) "
+                f"awaited, created_at, updated_at, queue, generation) "
                 f"SELECT %s || n, 'bench', 1, %s, '{{{{}}}}'::jsonb, {{wake}}, 0, 1, 0, false, false, "
-                f"false, false, %s - n * interval '1 second', %s FROM generate_series(1, %s) AS n"
+                f"false, false, %s - n * interval '1 second', %s, {{queue}}, 0 "
+                f"FROM generate_series(1, %s) AS n"
             )
             cursor.execute(
-                fill.format(wake="NULL"), ["done-", "completed", now, now, args.finished]
+                fill.format(wake="NULL", queue="'default'"),
+                ["done-", "completed", now, now, args.finished],
             )
             cursor.execute(
-                fill.format(wake="%s - n * interval '1 millisecond'"),
+                fill.format(wake="%s - n * interval '1 millisecond'", queue=spread),
                 ["due-", "pending", now, now, now, args.due],
             )
             cursor.execute(f"VACUUM ANALYZE {table}")
@@ -80,58 +99,97 @@ def main() -> None:
             fill = (
                 f"INSERT INTO {table} (id, workflow, version, status, input, wake_at, priority, "
                 f"runs, signal_cursor, cancel_requested, terminate_requested, journal_warned, "
-                f"awaited, created_at, updated_at) "
+                f"awaited, created_at, updated_at, queue, generation) "
                 f"WITH RECURSIVE seq(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM seq WHERE n < %s) "
                 f"SELECT CONCAT(%s, n), 'bench', 1, %s, '{{{{}}}}', {{wake}}, 0, 1, 0, 0, 0, 0, 0, "
-                f"%s - INTERVAL n SECOND, %s FROM seq"
+                f"%s - INTERVAL n SECOND, %s, {{queue}}, 0 FROM seq"
             )
             cursor.execute(
-                fill.format(wake="NULL"), [args.finished, "done-", "completed", now, now]
+                fill.format(wake="NULL", queue="'default'"),
+                [args.finished, "done-", "completed", now, now],
             )
             cursor.execute(
-                fill.format(wake="%s - INTERVAL n * 1000 MICROSECOND"),
+                fill.format(wake="%s - INTERVAL n * 1000 MICROSECOND", queue=spread),
                 [args.due, "due-", "pending", now, now, now],
             )
             cursor.execute(f"ANALYZE TABLE {table}")
+    if args.drop_queue_index:
+        if vendor != "postgres":
+            sys.exit("--drop-queue-index: PostgreSQL only (MariaDB's claim names the index).")
+        with connection.cursor() as cursor:
+            cursor.execute("DROP INDEX dw_instance_queue_due")
+            cursor.execute(f"ANALYZE {table}")
     print(
         f"filled {args.finished:,} finished and {args.due:,} due instances in "
         f"{time.perf_counter() - started:.1f}s ({connection.vendor})"
     )
-    timings = []
-    for _ in range(args.claims):
-        t = time.perf_counter()
-        claim = store.claim(
-            connection.alias,
-            owner="bench",
-            token=uuid.uuid4().hex,
-            now=now,
-            lease_until=now + timedelta(seconds=30),
-            limit=10,
-            workflows=[("bench", 1)],
+    workers: list[tuple[str, list[str] | None]] = [("every queue", None)]
+    if args.queues:
+        workers += [("queue rare", ["rare"]), ("queue gpu", ["gpu"])]
+        workers += [("queue default", ["default"])]
+        workers += [("queues default+gpu", ["default", "gpu"])]
+    for label, queues in workers:
+        timings = []
+        reads = _index_reads(connection, vendor)
+        for _ in range(args.claims):
+            t = time.perf_counter()
+            claim = store.claim(
+                connection.alias,
+                owner="bench",
+                token=uuid.uuid4().hex,
+                now=now,
+                lease_until=now + timedelta(seconds=30),
+                limit=10,
+                workflows=[("bench", 1)],
+                queues=queues,
+            )
+            timings.append((time.perf_counter() - t) * 1000)
+            assert len(claim.instances) == 10
+            assert queues is None or {i.queue for i in claim.instances} <= set(queues)
+        timings.sort()
+        p95 = timings[int(len(timings) * 0.95) - 1]
+        read = _index_reads(connection, vendor) - reads
+        print(
+            f"{label}: claim of 10 instances, {args.claims} claims: median "
+            f"{statistics.median(timings):.2f} ms, p95 {p95:.2f} ms, min {timings[0]:.2f} ms"
+            + (f", {read / args.claims:.0f} index rows read per claim" if read else "")
         )
-        timings.append((time.perf_counter() - t) * 1000)
-        assert len(claim.instances) == 10
-    timings.sort()
-    p95 = timings[int(len(timings) * 0.95) - 1]
-    print(
-        f"claim of 10 instances, {args.claims} claims: median {statistics.median(timings):.2f} ms, "
-        f"p95 {p95:.2f} ms, min {timings[0]:.2f} ms"
-    )
+    t = time.perf_counter()
+    listed = backend(connection.alias).listed_queues(100)
+    print(f"the admin's queue filter: {listed} in {(time.perf_counter() - t) * 1000:.2f} ms")
     with connection.cursor() as cursor:
-        hint = " FORCE INDEX (dw_instance_due)" if vendor == "mysql" else ""
-        narrow = " AND priority = 0 AND wake_at >= '1000-01-01'" if vendor == "mysql" else ""
-        candidates = (
-            f"SELECT id FROM {table}{hint} WHERE wake_at <= %s{narrow} AND (lease_until IS NULL OR "
-            f"lease_until < %s) AND (workflow = 'bench' AND version = 1) "
-            f"ORDER BY priority, wake_at, created_at, id LIMIT 10 FOR UPDATE SKIP LOCKED"
-        )
-        cursor.execute(
-            ("EXPLAIN (ANALYZE, BUFFERS) " if vendor == "postgres" else "EXPLAIN ") + candidates,
-            [now, now],
-        )
-        print("the candidates' plan:")
-        for row in cursor.fetchall():
-            print("   ", " | ".join(str(column) for column in row if column is not None))
+        for label, queue in [("every queue", None), ("queue rare", "rare")][: 1 + args.queues]:
+            _explain(cursor, vendor, table, now, label, queue)
+
+
+def _index_reads(connection: Any, vendor: str) -> int:
+    """MariaDB's and MySQL's count of index entries this session read (Handler_read_*), which
+    a loaded machine does not change as it changes times; 0 elsewhere."""
+    if vendor != "mysql":
+        return 0
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW SESSION STATUS LIKE 'Handler_read%%'")
+        return sum(int(value) for name, value in cursor.fetchall() if name != "Handler_read_rnd")
+
+
+def _explain(cursor: Any, vendor: str, table: str, now: Any, label: str, queue: str | None) -> None:
+    """Print the database's plan of the claim's candidate scan (of one queue, or every one)."""
+    index = "dw_instance_due" if queue is None else "dw_instance_queue_due"  # MariaDB's hint
+    hint = f" FORCE INDEX ({index})" if vendor == "mysql" else ""
+    narrow = " AND priority = 0 AND wake_at >= '1000-01-01'" if vendor == "mysql" else ""
+    of_queue = "" if queue is None else " AND queue = %s"
+    candidates = (
+        f"SELECT id FROM {table}{hint} WHERE wake_at <= %s{narrow} AND (lease_until IS NULL OR "
+        f"lease_until < %s){of_queue} AND (workflow = 'bench' AND version = 1) "
+        f"ORDER BY priority, wake_at, created_at, id LIMIT 10 FOR UPDATE SKIP LOCKED"
+    )
+    cursor.execute(
+        ("EXPLAIN (ANALYZE, BUFFERS) " if vendor == "postgres" else "EXPLAIN ") + candidates,
+        [now, now] + ([] if queue is None else [queue]),
+    )
+    print(f"the candidates' plan ({label}):")
+    for row in cursor.fetchall():
+        print("   ", " | ".join(str(column) for column in row if column is not None))
 
 
 if __name__ == "__main__":

@@ -156,6 +156,11 @@ class WorkflowInstance(models.Model):
             # Claims: due instances by priority, then the most overdue. Partial where the
             # database has partial indexes, so finished instances never slow a claim down.
             DueIndex(fields=["priority", "wake_at", "created_at"], name="dw_instance_due"),
+            # Claims of a worker started with --queue: the same order within one queue (a claim
+            # from several queues reads one range per queue and merges them).
+            DueIndex(
+                fields=["queue", "priority", "wake_at", "created_at"], name="dw_instance_queue_due"
+            ),
             models.Index(fields=["status", "updated_at"], name="dw_instance_status"),
             models.Index(fields=["workflow", "version", "status"], name="dw_instance_workflow"),
             models.Index(fields=["parent_id"], name="dw_instance_parent"),

@@ -80,6 +80,8 @@ class Worker:
         )
         self.workflows = list(workflows) if workflows else None
         # The queues it claims from; None for every queue.
+        if isinstance(queues, str) or not isinstance(queues, list | tuple | type(None)):
+            raise TypeError(f"queues must be a list of queue names, not {type(queues).__name__}.")
         self.queues = list(queues) if queues else None
         for queue in self.queues or []:
             check_queue(queue, "A worker's queue")
@@ -89,7 +91,7 @@ class Worker:
         self.scheduler = Scheduler(
             database_alias(using),
             self.id,
-            sorted({name for name, _ in registry.pairs(self.workflows)}),
+            scheduled_workflows(self.workflows, self.queues),
             self.lease_duration,
         )
         self.using = database_alias(using)
@@ -137,6 +139,7 @@ class Worker:
             workflows=registry.pairs(self.workflows),
             concurrency=self.concurrency_rules,
             rates=self.rate_rules,
+            queues=self.queues,
         )
         return claim.instances, claim, token
 
@@ -233,9 +236,10 @@ class Worker:
     def _serve(self, *, until_idle: bool) -> int:
         database = backend(self.using)
         logger.info(
-            "Worker %s runs %s on %s (concurrency %d, poll %s, lease %s%s).",
+            "Worker %s runs %s from %s on %s (concurrency %d, poll %s, lease %s%s).",
             self.id,
             ", ".join(f"{n}@{v}" for n, v in registry.pairs(self.workflows)) or "nothing",
+            f"queue(s) {', '.join(sorted(set(self.queues)))}" if self.queues else "every queue",
             database.connection.vendor,
             self.concurrency,
             self.poll_interval,
@@ -406,6 +410,21 @@ def _close_connections(meet: threading.Barrier) -> None:
     except threading.BrokenBarrierError:
         pass
     connections.close_all()
+
+
+def scheduled_workflows(names: list[str] | None, queues: list[str] | None) -> list[str]:
+    """The workflows whose schedules a worker starts: those it runs, and with `queues`, only
+    those with a registered version whose queue is one of them (the occurrences of a schedule
+    are started by a worker of the pool that runs them)."""
+    pairs = registry.pairs(names)
+    if queues is not None:
+        pairs = [
+            (name, version)
+            for name, version in pairs
+            if (definition := registry.get(name, version)) is not None
+            and definition.queue in queues
+        ]
+    return sorted({name for name, _ in pairs})
 
 
 def limit_rules(

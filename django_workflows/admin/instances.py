@@ -45,6 +45,7 @@ from .display import (
     status_badge,
 )
 from .forks import ForkAdmin, fork_refusal
+from .queues import QueueFilter
 from .subjects import SubjectAdmin
 from .tags import TagFilter, TagsAdmin
 from .tasks import TaskFilter, TasksAdmin
@@ -62,13 +63,22 @@ class WorkflowInstanceAdmin(SubjectAdmin, TagsAdmin, TasksAdmin, ForkAdmin, Read
         "status_badge",
         "workflow",
         "version",
+        "queue",
         "custom_status_short",
         "wake_at",
         "runs",
         "generation",
         "updated_at",
     )
-    list_filter = ("status", "workflow", "version", TagFilter, TaskFilter, "schedule_id")
+    list_filter = (
+        "status",
+        "workflow",
+        "version",
+        QueueFilter,
+        TagFilter,
+        TaskFilter,
+        "schedule_id",
+    )
     date_hierarchy = "created_at"
     search_fields = ("id", "parent_id")
     search_help_text = (
@@ -85,7 +95,7 @@ class WorkflowInstanceAdmin(SubjectAdmin, TagsAdmin, TasksAdmin, ForkAdmin, Read
             {
                 "fields": (
                     ("id", "status_badge"),
-                    ("workflow", "version"),
+                    ("workflow", "version", "queue"),
                     "custom_status_json",
                     ("created_at", "updated_at"),
                     ("wake_at", "deadline"),
@@ -126,6 +136,7 @@ class WorkflowInstanceAdmin(SubjectAdmin, TagsAdmin, TasksAdmin, ForkAdmin, Read
         "status_badge",
         "workflow",
         "version",
+        "queue",
         "custom_status_json",
         "created_at",
         "updated_at",

@@ -16,6 +16,10 @@ class Migration(migrations.Migration):
             name='queue',
             field=django_workflows.models.KeyField(default='default', max_length=100),
         ),
+        migrations.AddIndex(
+            model_name='workflowinstance',
+            index=django_workflows.models.DueIndex(fields=['queue', 'priority', 'wake_at', 'created_at'], name='dw_instance_queue_due'),
+        ),
         migrations.CreateModel(
             name='WorkerProcess',
             fields=[

@@ -1,4 +1,5 @@
-"""Instances: create, read, cancel requests, claims, lease renewals and the lease holder's writes.
+"""Instances: create, read, cancel requests, lease renewals and the lease holder's writes (the
+claim is in claims.py, re-exported here).
 
 Every state change here is one conditional statement, or one transaction that locks what it
 changes: never a read followed by an unguarded write.
@@ -14,14 +15,18 @@ from datetime import datetime
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Case, F, Max, Q, Value, When
+from django.db.models import Case, F, Q, Value, When
 
 from ..attributes import Condition, Stored
-from ..errors import WorkflowPayloadError
 from ..models import FINISHED, JournalEntry, Signal, Status, Wait, WorkflowInstance
 from . import attributes as searchable
-from . import limits, payloads
+from . import payloads
 from .backends import backend
+
+# The claim lives in claims.py; store.instances.claim and .Claim are where callers find it.
+from .claims import Claim as Claim
+from .claims import claim as claim
+from .claims import last_signal_id
 from .deadlocks import retries_deadlocks
 from .signals import record_signal
 
@@ -67,20 +72,6 @@ class InstanceWrite:
     restart: bool = False
     # Search attributes set (or, None, removed) by ctx.set_attributes(); stored plain.
     attributes: dict[str, Stored | None] | None = None
-
-
-@dataclass(frozen=True)
-class Claim:
-    instances: list[WorkflowInstance]
-    last_signal_id: int
-    # The journals of the claimed instances that ran before, read in the claim's transaction.
-    journals: dict[str, list[tuple[str, dict[str, Any]]]] = field(default_factory=dict)
-    # Instances whose payloads the codec cannot read (a key not listed): left alone.
-    unreadable: dict[str, WorkflowPayloadError] = field(default_factory=dict)
-
-
-def last_signal_id(using: str) -> int:
-    return Signal.objects.using(using).aggregate(last=Max("id"))["last"] or 0
 
 
 @retries_deadlocks
@@ -205,124 +196,6 @@ def request_cancel(
             **changes,
         )
     )
-
-
-@retries_deadlocks
-def claim(
-    using: str,
-    *,
-    owner: str,
-    token: str,
-    now: datetime,
-    lease_until: datetime,
-    limit: int,
-    workflows: list[tuple[str, int]],
-    concurrency: dict[str, limits.ConcurrencyRule] | None = None,
-    rates: dict[str, limits.RateRule] | None = None,
-) -> Claim:
-    """Lease up to `limit` due instances of `workflows` to one worker: lowest priority first,
-    then the most overdue. Two concurrent claims never return the same instance. With
-    `concurrency` and `rates` (by workflow name), only what the limits let start."""
-    if not workflows or limit < 1:
-        return Claim([], 0)
-    names = {name for name, _ in workflows}
-    concurrency = {k: v for k, v in (concurrency or {}).items() if k in names}
-    rates = {k: v for k, v in (rates or {}).items() if k in names}
-    of_workflows = functools.reduce(
-        operator.or_, (Q(workflow=name, version=version) for name, version in workflows)
-    )
-    due = Q(wake_at__lte=now) & (
-        Q(lease_until__isnull=True) | (Q(lease_until__lt=now) & backend(using).lapsed_lease_free())
-    )
-    # Without limits, hand-written SQL on the servers (one statement on PostgreSQL, one
-    # transaction on MySQL and MariaDB): the leased instances' journals can be read after it
-    # commits, since nobody else writes them while leased.
-    fast = (
-        NotImplemented
-        if concurrency or rates
-        else backend(using).fast_claim(
-            owner=owner,
-            token=token,
-            now=now,
-            lease_until=lease_until,
-            limit=limit,
-            workflows=workflows,
-        )
-    )
-    if fast is not NotImplemented:
-        return _decoded(Claim(fast[0], fast[1], _journals(using, fast[0])))
-    with transaction.atomic(using=using):
-        backend(using).take_write_lock()
-        if concurrency or rates:
-            ids = limits.pick(
-                using,
-                now=now,
-                limit=limit,
-                workflows=workflows,
-                due=due,
-                concurrency=concurrency,
-                rates=rates,
-            )
-        else:  # SQLite (the servers took the hand-written path above): one writer at a time
-            candidates = (
-                WorkflowInstance.objects.using(using)
-                .filter(due, of_workflows)
-                .order_by("priority", "wake_at", "created_at", "id")
-            )
-            ids = list(candidates.values_list("id", flat=True)[:limit])
-        if not ids:
-            return Claim([], 0)
-        # The conditions again, in the UPDATE itself: where the database cannot skip locked rows
-        # (SQLite) this is what keeps two claims from leasing one instance.
-        WorkflowInstance.objects.using(using).filter(due, pk__in=ids).update(
-            lease_token=token,
-            lease_owner=owner,
-            lease_until=lease_until,
-            runs=F("runs") + 1,
-            updated_at=now,
-            status=Case(
-                When(status=Status.COMPENSATING, then=Value(Status.COMPENSATING)),
-                default=Value(Status.RUNNING),
-            ),
-        )
-        claimed = list(
-            WorkflowInstance.objects.using(using)
-            .filter(lease_token=token, pk__in=ids)
-            .order_by("priority", "wake_at", "created_at", "id")
-        )
-        last = last_signal_id(using)
-    # The journals after the commit, as the one-statement claims read them: under MySQL's
-    # REPEATABLE READ the transaction's snapshot (taken by its first read, before the instances
-    # were locked) could miss the previous lease holder's last write.
-    return _decoded(Claim(claimed, last, _journals(using, claimed)))
-
-
-def _decoded(claim: Claim) -> Claim:
-    """The claim with its payloads decoded; an instance the codec cannot read is in
-    `unreadable` with the error, for the worker to leave alone."""
-    for instance in claim.instances:
-        try:
-            payloads.decode_instance(instance)
-            claim.journals[instance.pk] = payloads.decode_journal(
-                instance.pk, claim.journals.get(instance.pk, [])
-            )
-        except WorkflowPayloadError as error:
-            claim.unreadable[instance.pk] = error
-    return claim
-
-
-def _journals(
-    using: str, claimed: list[WorkflowInstance]
-) -> dict[str, list[tuple[str, dict[str, Any]]]]:
-    """The journals of the claimed instances that ran before, or were forked with one (any
-    other first execution has none)."""
-    resumed = [instance.pk for instance in claimed if instance.runs > 1 or instance.forked_from]
-    journals: dict[str, list[tuple[str, dict[str, Any]]]] = {}
-    if resumed:
-        rows = JournalEntry.objects.using(using).filter(instance_id__in=resumed).order_by("id")
-        for instance_id, name, document in rows.values_list("instance_id", "name", "document"):
-            journals.setdefault(instance_id, []).append((name, document))
-    return journals
 
 
 @dataclass(frozen=True)

@@ -71,8 +71,11 @@ def pick(
     due: Q,
     concurrency: dict[str, ConcurrencyRule],
     rates: dict[str, RateRule],
+    queues: list[str] | None = None,
 ) -> list[str]:
-    """Inside the claim's transaction: the ids to lease, in claim order, within every limit.
+    """Inside the claim's transaction: the ids to lease, in claim order, within every limit
+    (`due` holds the condition on `queues`, which the hand-written candidates' scan takes
+    apart; the slots and windows count every queue's instances).
 
     Takes the concurrency locks, locks the candidates (skipping those another claim holds),
     and takes room in the rate-limit windows of the ones it returns."""
@@ -80,7 +83,7 @@ def pick(
     slots, key_slots = _free_slots(using, now, concurrency)
     full = _full(using, now, concurrency, rates, slots, key_slots)
     candidates = _candidates(
-        using, now=now, limit=limit * SCAN, workflows=workflows, due=due, full=full
+        using, now=now, limit=limit * SCAN, workflows=workflows, due=due, full=full, queues=queues
     )
     if not candidates:
         return []
@@ -170,10 +173,11 @@ def _candidates(
     workflows: list[tuple[str, int]],
     due: Q,
     full: Full,
+    queues: list[str] | None = None,
 ) -> list[Candidate]:
     """The due instances with room, in claim order, locked, skipping those another claim holds."""
     ids = backend(using).claim_candidates(
-        now=now, limit=limit, workflows=workflows, where=full.sql()
+        now=now, limit=limit, workflows=workflows, where=full.sql(), queues=queues
     )
     of_workflows = functools.reduce(
         operator.or_, (Q(workflow=name, version=version) for name, version in workflows)

@@ -38,6 +38,13 @@ class Command(BaseCommand):
             metavar="NAME",
             help="Run only this workflow (repeatable).",
         )
+        parser.add_argument(
+            "--queue",
+            action="append",
+            dest="queues",
+            metavar="NAME",
+            help="Claim only this queue's instances (repeatable; default: every queue).",
+        )
         parser.add_argument("--once", action="store_true", help="Run what is due, then exit.")
         parser.add_argument("--database", default=None, help="The database alias of the workflows.")
         parser.add_argument(
@@ -83,6 +90,7 @@ class Command(BaseCommand):
                 shutdown_timeout=options["shutdown_timeout"],
                 workflows=options["workflows"],
                 using=options["database"],
+                queues=options.get("queues"),
             )
         except (ValueError, WorkflowNotFoundError) as error:  # a bad option or setting
             raise CommandError(str(error)) from None

@@ -14,6 +14,7 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from django.apps import apps
 from django.core.checks import CheckMessage
 from django.db import connections
 from django.db.models import Model, Q
@@ -136,9 +137,11 @@ class Backend:
         limit: int,
         workflows: list[tuple[str, int]],
         where: tuple[str, list[Any]] = ("", []),
+        queues: list[str] | None = None,
     ) -> Any:
         """The ids a claim under limits leases, locked, in claim order; NotImplemented where
-        the ORM's query finds them (`where`: a condition's SQL and its parameters)."""
+        the ORM's query finds them (`where`: a condition's SQL and its parameters; `queues`:
+        only those queues' instances, None for every queue)."""
         return NotImplemented
 
     def fast_claim(
@@ -150,10 +153,11 @@ class Backend:
         lease_until: Any,
         limit: int,
         workflows: list[tuple[str, int]],
+        queues: list[str] | None = None,
     ) -> Any:
         """A claim without limits by hand-written SQL, leasing up to `limit` due instances of
-        `workflows` to `owner` with `token` until `lease_until`: (instances, last signal id),
-        or NotImplemented."""
+        `workflows` (in `queues`, sorted; None: every queue) to `owner` with `token` until
+        `lease_until`: (instances, last signal id), or NotImplemented."""
         return NotImplemented
 
     def fast_write(self, id: str, token: str, write: InstanceWrite) -> Any:
@@ -162,6 +166,15 @@ class Backend:
         upsert the journal entries, change the instance, return the flags (None: the lease is
         gone). NotImplemented where the store takes the general path."""
         return NotImplemented
+
+    def listed_queues(self, limit: int) -> list[str]:
+        """Up to `limit` queues, sorted, for the admin's queue filter: those of the instances
+        with a wake time, read from the partial claim index dw_instance_queue_due, which holds
+        only those (never from the finished instances)."""
+        model = apps.get_model("django_workflows", "WorkflowInstance")  # models import this module
+        rows = model.objects.using(self.alias).filter(wake_at__isnull=False)
+        queues = rows.order_by("queue").values_list("queue", flat=True).distinct()
+        return list(queues[:limit])
 
     # Transactions and statements.
 

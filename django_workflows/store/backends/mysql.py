@@ -159,6 +159,7 @@ class MySQLBackend(Backend):
         limit: int,
         workflows: list[tuple[str, int]],
         where: tuple[str, list[Any]] = ("", []),
+        queues: list[str] | None = None,
     ) -> Any:
         """The ids, locked (FOR UPDATE SKIP LOCKED), in claim order.
 
@@ -166,10 +167,12 @@ class MySQLBackend(Backend):
         sorts first), so a scan in claim order would walk them all. Instead: the distinct
         priorities, from a loose index scan, then for each an index range scan from its first
         due instance, with FORCE INDEX (the optimizer otherwise prefers scanning the priority
-        alone). Claims under limits pass over the full workflows and keys with `where`.
+        alone). With `queues`, the same on the queue's claim index, one range per queue and
+        priority, merged in claim order. Claims under limits pass over the full workflows and
+        keys with `where`.
         """
         with self.connection.cursor() as cursor:
-            return self._candidates(cursor, now, limit, workflows, where)
+            return self._candidates(cursor, now, limit, workflows, where, queues)
 
     def _candidates(
         self,
@@ -178,30 +181,70 @@ class MySQLBackend(Backend):
         limit: int,
         workflows: list[tuple[str, int]],
         where: tuple[str, list[Any]] = ("", []),
+        queues: list[str] | None = None,
     ) -> list[str]:
         table = WorkflowInstance._meta.db_table
         pairs = " OR ".join("(workflow = %s AND version = %s)" for _ in workflows)
         adapt = self.connection.ops.adapt_datetimefield_value
         ids: list[str] = []
-        cursor.execute(f"SELECT DISTINCT priority FROM {table} ORDER BY priority")
-        priorities = [row[0] for row in cursor.fetchall()]
-        for priority in priorities:
-            params: list[Any] = [priority, adapt(_EARLIEST), adapt(now), adapt(now)]
-            for name, version in workflows:
-                params += [name, version]
-            params += [*where[1], limit - len(ids)]
+        ranges: dict[int, list[str | None]] = {}
+        # The (queue, priority) pairs that have rows, by a loose index scan (DISTINCT priority
+        # alone under a WHERE on the queue reads every row of the queue, finished ones too).
+        if queues is None:
+            cursor.execute(f"SELECT DISTINCT priority FROM {table} ORDER BY priority")
+            ranges = {row[0]: [None] for row in cursor.fetchall()}
+        else:
+            marks = ", ".join(["%s"] * len(queues))
             cursor.execute(
-                f"SELECT id FROM {table} FORCE INDEX (dw_instance_due) "
-                f"WHERE priority = %s AND wake_at >= %s AND wake_at <= %s "
-                f"AND (lease_until IS NULL OR lease_until < %s) AND ({pairs}) "
-                f"{'AND ' + where[0] if where[0] else ''} "
-                f"ORDER BY priority, wake_at, created_at, id LIMIT %s FOR UPDATE SKIP LOCKED",
-                params,
+                f"SELECT DISTINCT queue, priority FROM {table} FORCE INDEX "
+                f"(dw_instance_queue_due) WHERE queue IN ({marks})",
+                queues,
             )
-            ids += [row[0] for row in cursor.fetchall()]
+            for queue, priority in sorted(cursor.fetchall(), key=lambda row: (row[1], row[0])):
+                ranges.setdefault(priority, []).append(queue)
+        index, queue_sql = (
+            ("dw_instance_due", "")
+            if queues is None
+            else ("dw_instance_queue_due", "AND queue = %s ")
+        )
+        for priority, of_queues in sorted(ranges.items()):
+            found: list[tuple[Any, ...]] = []
+            for queue in of_queues:
+                params: list[Any] = [priority, adapt(_EARLIEST), adapt(now), adapt(now)]
+                if queue is not None:
+                    params.append(queue)
+                for name, version in workflows:
+                    params += [name, version]
+                params += [*where[1], limit - len(ids)]
+                cursor.execute(
+                    f"SELECT wake_at, created_at, id FROM {table} FORCE INDEX ({index}) "
+                    f"WHERE priority = %s AND wake_at >= %s AND wake_at <= %s "
+                    f"AND (lease_until IS NULL OR lease_until < %s) {queue_sql}AND ({pairs}) "
+                    f"{'AND ' + where[0] if where[0] else ''} "
+                    f"ORDER BY priority, wake_at, created_at, id LIMIT %s FOR UPDATE SKIP LOCKED",
+                    params,
+                )
+                found += cursor.fetchall()
+            # One queue's range is in claim order already; several are merged (the rows left
+            # over stay locked until the claim's transaction ends, and are not leased).
+            found.sort()
+            ids += [row[2] for row in found[: limit - len(ids)]]
             if len(ids) >= limit:
                 break
         return ids
+
+    def listed_queues(self, limit: int) -> list[str]:
+        """The queues of every instance, by a loose index scan of dw_instance_queue_due: the
+        index holds the finished instances too here, and a condition on the wake time would
+        read them all (seconds at a million rows)."""
+        table = WorkflowInstance._meta.db_table
+        with self.connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT DISTINCT queue FROM {table} FORCE INDEX (dw_instance_queue_due) "
+                f"ORDER BY queue LIMIT %s",
+                [limit],
+            )
+            return [row[0] for row in cursor.fetchall()]
 
     def fast_write(self, id: str, token: str, write: InstanceWrite) -> Any:
         """Three statements in one transaction: lock the row by its lease token, upsert the
@@ -268,6 +311,7 @@ class MySQLBackend(Backend):
         lease_until: Any,
         limit: int,
         workflows: list[tuple[str, int]],
+        queues: list[str] | None = None,
     ) -> Any:
         """One transaction: lock the candidates (SKIP LOCKED), lease them, read them back and
         the last signal id. The ORM's version of the same statements cost about a quarter of a
@@ -276,7 +320,7 @@ class MySQLBackend(Backend):
         table = WorkflowInstance._meta.db_table
         adapt = connection.ops.adapt_datetimefield_value
         with _transaction(connection) as cursor:
-            ids = self._candidates(cursor, now, limit, workflows)
+            ids = self._candidates(cursor, now, limit, workflows, queues=queues)
             if not ids:
                 return [], 0
             marks = ", ".join(["%s"] * len(ids))

@@ -1,0 +1,164 @@
+"""The claim: lease due instances to one worker, of the workflows it runs and the queues it
+serves, in priority order, within the concurrency and rate limits.
+
+Two concurrent claims never return the same instance. Without limits the servers take a
+hand-written path (one statement on PostgreSQL, one transaction on MySQL and MariaDB, in their
+backends); with limits, or on SQLite, the ORM's path below, under limits through `limits.pick`.
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Case, F, Max, Q, Value, When
+
+from ..errors import WorkflowPayloadError
+from ..models import JournalEntry, Signal, Status, WorkflowInstance
+from . import limits, payloads
+from .backends import backend
+from .deadlocks import retries_deadlocks
+
+
+@dataclass(frozen=True)
+class Claim:
+    instances: list[WorkflowInstance]
+    last_signal_id: int
+    # The journals of the claimed instances that ran before, read in the claim's transaction.
+    journals: dict[str, list[tuple[str, dict[str, Any]]]] = field(default_factory=dict)
+    # Instances whose payloads the codec cannot read (a key not listed): left alone.
+    unreadable: dict[str, WorkflowPayloadError] = field(default_factory=dict)
+
+
+def last_signal_id(using: str) -> int:
+    return Signal.objects.using(using).aggregate(last=Max("id"))["last"] or 0
+
+
+@retries_deadlocks
+def claim(
+    using: str,
+    *,
+    owner: str,
+    token: str,
+    now: datetime,
+    lease_until: datetime,
+    limit: int,
+    workflows: list[tuple[str, int]],
+    concurrency: dict[str, limits.ConcurrencyRule] | None = None,
+    rates: dict[str, limits.RateRule] | None = None,
+    queues: list[str] | None = None,
+) -> Claim:
+    """Lease up to `limit` due instances of `workflows` to one worker: lowest priority first,
+    then the most overdue. Two concurrent claims never return the same instance. With
+    `concurrency` and `rates` (by workflow name), only what the limits let start. With
+    `queues`, only instances waiting in one of them (None: every queue); the order holds across
+    the queues, and the limits count the instances of every queue."""
+    if not workflows or limit < 1 or queues == []:
+        return Claim([], 0)
+    queues = sorted(set(queues)) if queues is not None else None
+    names = {name for name, _ in workflows}
+    concurrency = {k: v for k, v in (concurrency or {}).items() if k in names}
+    rates = {k: v for k, v in (rates or {}).items() if k in names}
+    of_workflows = functools.reduce(
+        operator.or_, (Q(workflow=name, version=version) for name, version in workflows)
+    )
+    due = Q(wake_at__lte=now) & (
+        Q(lease_until__isnull=True) | (Q(lease_until__lt=now) & backend(using).lapsed_lease_free())
+    )
+    if queues is not None:
+        due &= Q(queue__in=queues)
+    # Without limits, hand-written SQL on the servers (one statement on PostgreSQL, one
+    # transaction on MySQL and MariaDB): the leased instances' journals can be read after it
+    # commits, since nobody else writes them while leased.
+    fast = (
+        NotImplemented
+        if concurrency or rates
+        else backend(using).fast_claim(
+            owner=owner,
+            token=token,
+            now=now,
+            lease_until=lease_until,
+            limit=limit,
+            workflows=workflows,
+            queues=queues,
+        )
+    )
+    if fast is not NotImplemented:
+        return _decoded(Claim(fast[0], fast[1], _journals(using, fast[0])))
+    with transaction.atomic(using=using):
+        backend(using).take_write_lock()
+        if concurrency or rates:
+            ids = limits.pick(
+                using,
+                now=now,
+                limit=limit,
+                workflows=workflows,
+                due=due,
+                concurrency=concurrency,
+                rates=rates,
+                queues=queues,
+            )
+        else:  # SQLite (the servers took the hand-written path above): one writer at a time
+            candidates = (
+                WorkflowInstance.objects.using(using)
+                .filter(due, of_workflows)
+                .order_by("priority", "wake_at", "created_at", "id")
+            )
+            ids = list(candidates.values_list("id", flat=True)[:limit])
+        if not ids:
+            return Claim([], 0)
+        # The conditions again, in the UPDATE itself: where the database cannot skip locked rows
+        # (SQLite) this is what keeps two claims from leasing one instance.
+        WorkflowInstance.objects.using(using).filter(due, pk__in=ids).update(
+            lease_token=token,
+            lease_owner=owner,
+            lease_until=lease_until,
+            runs=F("runs") + 1,
+            updated_at=now,
+            status=Case(
+                When(status=Status.COMPENSATING, then=Value(Status.COMPENSATING)),
+                default=Value(Status.RUNNING),
+            ),
+        )
+        claimed = list(
+            WorkflowInstance.objects.using(using)
+            .filter(lease_token=token, pk__in=ids)
+            .order_by("priority", "wake_at", "created_at", "id")
+        )
+        last = last_signal_id(using)
+    # The journals after the commit, as the one-statement claims read them: under MySQL's
+    # REPEATABLE READ the transaction's snapshot (taken by its first read, before the instances
+    # were locked) could miss the previous lease holder's last write.
+    return _decoded(Claim(claimed, last, _journals(using, claimed)))
+
+
+def _decoded(claim: Claim) -> Claim:
+    """The claim with its payloads decoded; an instance the codec cannot read is in
+    `unreadable` with the error, for the worker to leave alone."""
+    for instance in claim.instances:
+        try:
+            payloads.decode_instance(instance)
+            claim.journals[instance.pk] = payloads.decode_journal(
+                instance.pk, claim.journals.get(instance.pk, [])
+            )
+        except WorkflowPayloadError as error:
+            claim.unreadable[instance.pk] = error
+    return claim
+
+
+def _journals(
+    using: str, claimed: list[WorkflowInstance]
+) -> dict[str, list[tuple[str, dict[str, Any]]]]:
+    """The journals of the claimed instances that ran before, or were forked with one (any
+    other first execution has none)."""
+    resumed = [instance.pk for instance in claimed if instance.runs > 1 or instance.forked_from]
+    journals: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    if resumed:
+        rows = JournalEntry.objects.using(using).filter(instance_id__in=resumed).order_by("id")
+        for instance_id, name, document in rows.values_list("instance_id", "name", "document"):
+            journals.setdefault(instance_id, []).append((name, document))
+    return journals
