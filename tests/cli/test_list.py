@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 
 import pytest
 
@@ -119,6 +120,7 @@ def test_a_subject_lists_the_instances_about_that_object(instances, define):
 def test_a_queue_only_a_worker_lists_is_known(instances):
     from django_workflows.models import WorkerProcess
 
+    seen = wf.get_status("order-1").created_at
     WorkerProcess.objects.create(
         id="w1",
         host="box",
@@ -127,8 +129,9 @@ def test_a_queue_only_a_worker_lists_is_known(instances):
         concurrency=1,
         version="0",
         heartbeat=10,
-        started_at=wf.get_status("order-1").created_at,
-        last_seen_at=wf.get_status("order-1").created_at,
+        started_at=seen,
+        last_seen_at=seen,
+        gone_at=seen + timedelta(seconds=30),
     )
     assert run("list", "--queue", "slow-api") == (0, "", "No instances match.\n")
 
