@@ -5,12 +5,31 @@
 #   make test DB=postgres     ... on PostgreSQL (DB_HOST, DB_PORT, DB_USER, DB_PASSWORD, DB_NAME)
 #   make test DB=mysql        ... on MySQL / MariaDB
 #   make test ARGS="-k signal -x"
+#   make test DJANGO=4.2      ... on another Django, from a virtualenv of its own (.venv-django4.2)
 #   make lint, make docs
 
-PYTHON ?= $(shell command -v python3.11 2>/dev/null || command -v python3)
-VENV := .venv
 DB ?= sqlite
 ARGS ?=
+# DJANGO=4.2 / 5.2 / 6.0 / 6.1: the same commands in .venv-django<version>, with the newest
+# patch release of that Django (~=<version>.0). Its Python (scripts/find-python.sh looks on PATH
+# and in pyenv; PYTHON=... chooses another when the venv is made) is picked so that the three
+# venvs CI uses cover every supported Python: .venv has 3.11 (Django 5.2), Django 4.2 gets 3.12
+# (the newest it supports) and Django 6 gets 3.13 (it needs 3.12 or later). Django before 6 also
+# gets the `tasks` extra (the django-tasks backport; pip only warns if a checkout lacks it).
+DJANGO ?=
+ifeq ($(DJANGO),)
+PYTHON ?= $(shell command -v python3.11 2>/dev/null || command -v python3)
+VENV := .venv
+else
+VENV := .venv-django$(DJANGO)
+PIN := "Django~=$(DJANGO).0"
+ifeq ($(firstword $(subst ., ,$(DJANGO))),6)
+PYTHON ?= $(shell scripts/find-python.sh 3.13 3.12)
+else
+PYTHON ?= $(shell scripts/find-python.sh 3.12 3.11)
+EXTRA_TASKS := ,tasks
+endif
+endif
 SHOP_ARGS ?= -q
 
 # mysqlclient compiles against libmysqlclient: install the `mysql` extra only where it can build.
@@ -21,8 +40,9 @@ EXTRAS := dev,postgres,mysql
 else
 EXTRAS := dev,postgres
 endif
+EXTRAS := $(EXTRAS)$(EXTRA_TASKS)
 comma := ,
-STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
+STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))$(if $(DJANGO),-django$(DJANGO))
 
 .PHONY: venv test demo lint docs clean
 
@@ -31,7 +51,7 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml
 	@test -x $(VENV)/bin/python || scripts/venv.sh "$(PYTHON)" $(VENV)
 	$(VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(VENV)/bin/python -m pip install --quiet -e ".[$(EXTRAS)]"
+	$(VENV)/bin/python -m pip install --quiet -e ".[$(EXTRAS)]" $(PIN)
 	@rm -f $(VENV)/.installed-*
 	@touch $@
 

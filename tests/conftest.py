@@ -8,7 +8,10 @@ import pytest
 
 
 def pytest_report_header(config):
-    """Says which database the run uses, so that CI output shows it (`database: ...`)."""
+    """Says which database, Django and Python the run uses, so that CI output shows it."""
+    import platform
+
+    import django
     from django.db import connection
 
     if connection.vendor == "sqlite":
@@ -28,7 +31,8 @@ def pytest_report_header(config):
     isolation = f", {isolation.upper()}" if isolation else ""
     return (
         f"database: DB={os.environ.get('DB', 'sqlite')} ({connection.vendor}) {version}, "
-        f"{where}{isolation}{codec}"
+        f"{where}{isolation}{codec}; Django {django.get_version()}, "
+        f"Python {platform.python_version()}"
     )
 
 
