@@ -168,6 +168,8 @@ def check_queues(app_configs: Any = None, databases: Any = None, **kwargs: Any) 
     # migrate), and not before the tables it reads exist (migrate runs the checks first).
     if databases is None or alias not in databases or pending_migrations(alias):
         return []
+    if not settings.USE_TZ:
+        return []  # E002 names it; the registry's times cannot be compared without it
     try:
         now = clock.now()
     except Exception:  # a CLOCK that cannot tell the time: E001 names it
