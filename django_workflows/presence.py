@@ -64,51 +64,39 @@ class Presence:
     def register(self) -> None:
         """Write the row as the worker starts serving (started now)."""
         with self._lock:
-            if self._closed:
-                return
-            self.registration = dataclasses.replace(self.registration, started_at=clock.now())
-            try:
-                running, executed = self._counts()
-                store.register(
-                    self.using,
-                    self.registration,
-                    now=clock.now(),
-                    running=running,
-                    executed=executed,
-                )
-            except Exception:
-                logger.exception(
-                    "Worker %s could not register in the worker registry; the next heartbeat "
-                    "tries again.",
-                    self.registration.id,
-                )
+            if not self._closed:
+                self.registration = dataclasses.replace(self.registration, started_at=clock.now())
+                self._write(store.register, "could not register in the worker registry")
 
     def beat(self) -> None:
         """Refresh the row (last seen now, running, executed); write it again if it is gone."""
         with self._lock:
             if self._closed:
                 return
-            try:
-                running, executed = self._counts()
-                found = store.beat(
-                    self.using,
-                    self.registration,
-                    now=clock.now(),
-                    running=running,
-                    executed=executed,
-                )
-            except Exception:
-                logger.exception(
-                    "Worker %s could not refresh its row in the worker registry; the next "
-                    "heartbeat tries again.",
-                    self.registration.id,
-                )
-                return
-            if not found:
+            found = self._write(store.beat, "could not refresh its row in the worker registry")
+            if found is False:
                 logger.info(
                     "Worker %s registered again: its row in the worker registry was gone.",
                     self.registration.id,
                 )
+
+    def _write(self, write: Callable[..., bool | None], failure: str) -> bool | None:
+        """`write` the row with the counts now (the caller holds the lock); None, logged, when
+        the database refused it: the next heartbeat tries again."""
+        try:
+            running, executed = self._counts()
+            return write(
+                self.using,
+                self.registration,
+                now=clock.now(),
+                running=running,
+                executed=executed,
+            )
+        except Exception:
+            logger.exception(
+                "Worker %s %s; the next heartbeat tries again.", self.registration.id, failure
+            )
+            return None
 
     def unregister(self) -> None:
         """Delete the row (a clean exit); no beat writes it afterwards."""

@@ -82,8 +82,13 @@ class WorkerProcessAdmin(ReadOnlyAdmin):
     def delete_model(self, request: HttpRequest, obj: WorkerProcess) -> None:
         worker_registry.unregister(database_alias(), obj.id)  # through the store, as all writes
 
-    def get_actions(self, request: HttpRequest) -> dict[str, Any]:
-        actions = super().get_actions(request)
+    def get_actions(self, request: HttpRequest, action_location: Any = None) -> dict[str, Any]:
+        # Django 6.1 passes where the actions show (`action_location`) and warns about an
+        # override that cannot take it; Django before 6.1 has no such argument.
+        if action_location is None:
+            actions = super().get_actions(request)
+        else:
+            actions = super().get_actions(request, action_location)  # type: ignore[call-arg]
         actions.pop("delete_selected", None)  # it would delete live rows too
         return actions
 
