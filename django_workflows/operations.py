@@ -16,7 +16,7 @@ from .engine.children import close_children, end_signal
 from .errors import WorkflowNotFoundError, WorkflowStateError
 from .events import emit
 from .instances import wake_on_commit
-from .models import FINISHED, UNFINISHED, Status
+from .models import FINISHED, UNFINISHED, Status, WorkflowInstance
 from .results import InstanceStatus, PurgeResult
 from .store import instances as store
 from .store import maintenance, payloads
@@ -28,6 +28,23 @@ UNSET: Any = object()
 
 _RETRYABLE = (Status.FAILED, Status.COMPENSATION_FAILED)
 GONE_WORKERS_KEPT = timedelta(days=1)
+
+
+def cancel_refusal(row: WorkflowInstance | InstanceStatus, terminate: bool) -> str | None:
+    """Why a cancel (or terminate) of this instance (its row, or its status) is not accepted;
+    None when it would be. The admin's and the command line's refusals both read it."""
+    if row.status in FINISHED:
+        what = "terminated" if terminate else "cancelled"
+        return f"{row.id} is {row.status}: only unfinished instances can be {what}."
+    if row.terminate_requested:
+        return f"{row.id} is being terminated already."
+    if not terminate and row.cancel_requested:
+        return f"{row.id} is being cancelled already."
+    if not terminate and row.status == Status.COMPENSATING:
+        return f"{row.id} is compensating: its undo is under way (terminate stops it)."
+    return None
+
+
 """How long purge() keeps the registry row of a worker process that is gone (killed)."""
 
 

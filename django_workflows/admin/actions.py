@@ -28,20 +28,6 @@ def unreadable(what: str, error: WorkflowPayloadError) -> str:
     return f"{what} cannot be read by the CODEC setting: {error}"
 
 
-def cancel_refusal(row: WorkflowInstance, terminate: bool) -> str | None:
-    """Why cancel (or terminate) would not be accepted for this row; None when it would."""
-    if row.status in FINISHED:
-        what = "terminated" if terminate else "cancelled"
-        return f"{row.id} is {row.status}: only unfinished instances can be {what}."
-    if row.terminate_requested:
-        return f"{row.id} is being terminated already."
-    if not terminate and row.cancel_requested:
-        return f"{row.id} is being cancelled already."
-    if not terminate and row.status == Status.COMPENSATING:
-        return f"{row.id} is compensating: its undo is under way (terminate stops it)."
-    return None
-
-
 def retry_refusal(row: WorkflowInstance) -> str | None:
     if row.status not in (Status.FAILED, Status.COMPENSATION_FAILED):
         return (

@@ -26,7 +26,6 @@ from .actions import (
     admin_reason,
     apply,
     breakpoints,
-    cancel_refusal,
     delete_refusal,
     force_refusal,
     report,
@@ -332,11 +331,15 @@ class WorkflowInstanceAdmin(SubjectAdmin, TagsAdmin, TasksAdmin, ForkAdmin, Read
     def _buttons(self, request: HttpRequest, obj: WorkflowInstance) -> list[dict[str, str]]:
         buttons = []
         checks = {
-            "cancel": ("Cancel", self.has_cancel_permission, lambda o: cancel_refusal(o, False)),
+            "cancel": (
+                "Cancel",
+                self.has_cancel_permission,
+                lambda o: operations.cancel_refusal(o, False),
+            ),
             "terminate": (
                 "Terminate",
                 self.has_terminate_permission,
-                lambda o: cancel_refusal(o, True),
+                lambda o: operations.cancel_refusal(o, True),
             ),
             "retry": ("Retry", self.has_retry_permission, retry_refusal),
             "resume": ("Resume", self.has_resume_permission, resume_refusal),
@@ -387,7 +390,7 @@ class WorkflowInstanceAdmin(SubjectAdmin, TagsAdmin, TasksAdmin, ForkAdmin, Read
         why = admin_reason(request, "Cancelled")
         outcome = apply(
             queryset,
-            lambda row: cancel_refusal(row, False),
+            lambda row: operations.cancel_refusal(row, False),
             lambda row: client.cancel(row.id, why).accepted,
         )
         report(self, request, "Cancel requested for", outcome, requested=True)
@@ -408,13 +411,13 @@ class WorkflowInstanceAdmin(SubjectAdmin, TagsAdmin, TasksAdmin, ForkAdmin, Read
                     "steps did stays done, and it ends cancelled. A worker applies it: to a "
                     "waiting instance when it next claims it, to a running one at its next step."
                 ),
-                refusal=lambda row: cancel_refusal(row, True),
+                refusal=lambda row: operations.cancel_refusal(row, True),
                 back=self._back(request, queryset),
             )
         why = admin_reason(request, "Terminated")
         outcome = apply(
             queryset,
-            lambda row: cancel_refusal(row, True),
+            lambda row: operations.cancel_refusal(row, True),
             lambda row: client.terminate(row.id, why).accepted,
         )
         report(self, request, "Terminate requested for", outcome, requested=True)

@@ -18,7 +18,6 @@ from ..durations import parse_duration
 from ..errors import WorkflowNotFoundError, WorkflowPayloadError, WorkflowStateError
 from ..instances import check_key
 from ..jsonvalues import MAX_MESSAGE, check_text
-from ..models import FINISHED, Status
 from ..results import InstanceStatus
 from .documents import dumps, instance_document
 
@@ -167,13 +166,5 @@ def _reason(operation: str, given: str | None) -> str:
 
 def _not_accepted(status: InstanceStatus, terminate: bool) -> str:
     """Why the client did not accept a cancel or terminate, from the instance it returned."""
-    if status.status in FINISHED:
-        what = "terminated" if terminate else "cancelled"
-        return f"{status.id} is {status.status}: only unfinished instances can be {what}."
-    if status.terminate_requested:
-        return f"{status.id} is being terminated already."
-    if not terminate and status.cancel_requested:
-        return f"{status.id} is being cancelled already."
-    if not terminate and status.status == Status.COMPENSATING:
-        return f"{status.id} is compensating: its undo is under way (terminate stops it)."
-    return f"{status.id} changed meanwhile; the request was not accepted."
+    refusal = operations.cancel_refusal(status, terminate)
+    return refusal or f"{status.id} changed meanwhile; the request was not accepted."
