@@ -3,6 +3,7 @@ error's traceback collapsed in a <details>, and the lines of step.log of its lat
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from django.utils.html import format_html, format_html_join
@@ -59,7 +60,7 @@ def log_lines(doc: dict[str, Any]) -> SafeString:
         (
             (
                 str(line.get("level", "")).lower(),
-                str(line.get("at", ""))[11:23],
+                _clock_time(line.get("at")),
                 line.get("level", ""),
                 line.get("message", ""),
             )
@@ -82,6 +83,14 @@ def log_lines(doc: dict[str, Any]) -> SafeString:
         lines,
         more,
     )
+
+
+def _clock_time(at: Any) -> str:
+    """A line's time of day, to the millisecond (its date is the step's, shown above)."""
+    try:
+        return datetime.fromisoformat(at).strftime("%H:%M:%S.%f")[:-3]
+    except (TypeError, ValueError):
+        return str(at or "")
 
 
 def entry_details(doc: dict[str, Any]) -> SafeString:

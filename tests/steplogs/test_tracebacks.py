@@ -134,3 +134,15 @@ def test_each_failed_attempt_is_logged_with_the_file_and_line_that_raised(
     assert "ValueError: card declined for 42" in first.getMessage()
     assert "it is retried" in first.getMessage() and "no more attempts" in last.getMessage()
     assert first.exc_info is not None and first.exc_info[0] is ValueError
+
+
+def test_the_traceback_starts_at_the_steps_code_not_in_the_engine(
+    no_codec, workflow_clock, failing
+):
+    wf.start("steplogs-failing", None, id="frames")
+    wf.drain()
+    (entry,) = [e for e in wf.get_status("frames", journal=True).journal if e.name == "charge"]
+    lines = entry.error["traceback"].splitlines()
+    assert lines[0] == "Traceback (most recent call last):"
+    assert "django_workflows/engine" not in entry.error["traceback"]
+    assert lines[1].endswith(", in charge")  # the step's function, its first frame
