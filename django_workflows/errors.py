@@ -34,13 +34,24 @@ class NonRetryableStepError(Exception):
 
 
 class StepFailedError(WorkflowError):
-    """Inside run(): a step gave up. `cause` is the original error's {name, message}."""
+    """Inside run(): a step gave up. `cause` is the original error's {name, message};
+    `traceback` the last attempt's formatted traceback (None when it raised nothing, as an
+    attempt lost with its worker)."""
 
-    def __init__(self, message: str, *, step: str, attempts: int, cause: dict[str, Any] | None):
+    def __init__(
+        self,
+        message: str,
+        *,
+        step: str,
+        attempts: int,
+        cause: dict[str, Any] | None,
+        traceback: str | None = None,
+    ):
         super().__init__(message)
         self.step = step
         self.attempts = attempts
         self.cause = cause
+        self.traceback = traceback
 
 
 class StepTimeoutError(WorkflowError):

@@ -22,7 +22,7 @@ from .durations import Duration, parse_duration
 from .errors import WorkflowIdConflictError, WorkflowNotFoundError
 from .jsonvalues import MAX_MESSAGE, check_text
 from .models import KEY_LENGTH, Status, WorkflowInstance
-from .results import CancelResult, InstanceStatus, JournalEntry, StartResult, Wait
+from .results import CancelResult, InstanceStatus, JournalEntry, StartResult, StepLog, Wait
 from .schedules.ids import is_occurrence_id
 from .store import attributes as searchable
 from .store import instances as store
@@ -241,6 +241,7 @@ def request_cancel(
 
 def _journal_entry(name: str, doc: dict[str, Any]) -> JournalEntry:
     started, finished = doc.get("started_at"), doc.get("finished_at")
+    logs = doc.get("logs")
     return JournalEntry(
         name=name,
         kind=doc.get("kind", "step"),
@@ -250,6 +251,11 @@ def _journal_entry(name: str, doc: dict[str, Any]) -> JournalEntry:
         error=doc.get("error"),
         started_at=datetime.fromisoformat(started) if started else None,
         finished_at=datetime.fromisoformat(finished) if finished else None,
+        logs=[
+            StepLog(datetime.fromisoformat(line["at"]), line["level"], line["message"])
+            for line in (logs if isinstance(logs, list) else [])
+        ],
+        logs_dropped=doc.get("logs_dropped") or 0,
     )
 
 

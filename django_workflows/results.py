@@ -16,6 +16,7 @@ __all__ = [
     "SignalResult",
     "StartResult",
     "Status",
+    "StepLog",
     "UpdateResult",
     "Wait",
     "WaitOutcome",
@@ -46,15 +47,30 @@ class Wait:
 
 
 @dataclass(frozen=True)
+class StepLog:
+    """A line a step logged with step.log during its attempt: when, at which level name
+    ("INFO"), and the message with its arguments merged."""
+
+    at: datetime
+    level: str
+    message: str
+
+
+@dataclass(frozen=True)
 class JournalEntry:
     name: str
     kind: str
     status: str
     attempt: int | None
     result: Any
+    # A failed attempt's error: name, message and traceback (the formatted traceback).
     error: dict[str, Any] | None
     started_at: datetime | None
     finished_at: datetime | None
+    # The lines the entry's latest attempt logged with step.log (bounded), and how many more
+    # it logged than were kept.
+    logs: list[StepLog] = field(default_factory=list)
+    logs_dropped: int = 0
 
 
 @dataclass(frozen=True)

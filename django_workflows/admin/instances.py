@@ -43,6 +43,7 @@ from .display import (
     pretty_json,
     status_badge,
 )
+from .failures import error_tracebacks, without_tracebacks
 from .forks import ForkAdmin, fork_refusal
 from .queues import QueueFilter
 from .subjects import SubjectAdmin
@@ -239,7 +240,9 @@ class WorkflowInstanceAdmin(SubjectAdmin, TagsAdmin, TasksAdmin, ForkAdmin, Read
             '<p class="dw-error-line"><strong>{}:</strong> <code>{}</code> {}</p>',
             ((label, e.get("name", "?"), e.get("message", "")) for label, e in lines),
         )
-        return format_html("{}{}", summary, pretty_json(error))
+        return format_html(
+            "{}{}{}", summary, error_tracebacks(error), pretty_json(without_tracebacks(error))
+        )
 
     @admin.display(description="parent")
     def parent_link(self, obj: WorkflowInstance) -> SafeString | str:

@@ -9,6 +9,7 @@ from typing import Any
 from .. import clock
 from ..models import FINISHED, WorkflowInstance
 from .display import STATUS_COLOURS, UNKNOWN_COLOUR, pretty_json, status_badge
+from .failures import entry_details, without_tracebacks
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,7 @@ class TimelineRow:
     width: float  # percent of the axis; 0 for markers
     colour: str
     detail: str  # when it started and how long it took, beside the bar
+    details: str = ""  # HTML under the row: its error, traceback and step.log lines
 
     @property
     def detail_place(self) -> tuple[str, str]:
@@ -132,6 +134,7 @@ def build_timeline(
                 width=round(width, 3),
                 colour=STATUS_COLOURS.get(status, UNKNOWN_COLOUR),
                 detail=" · ".join(part for part in (when, length) if part),
+                details=entry_details(doc),
             )
         )
     span = axis_end - axis_start
@@ -171,5 +174,8 @@ def journal_row(name: str, doc: dict[str, Any]) -> dict[str, Any]:
         "started_at": parse_time(doc.get("started_at")),
         "finished_at": parse_time(doc.get("finished_at")),
         "error": error,
-        "outcome": pretty_json(error if error is not None else doc.get("result")),
+        "outcome": pretty_json(
+            without_tracebacks(error) if error is not None else doc.get("result")
+        ),
+        "details": entry_details(doc),
     }

@@ -16,6 +16,7 @@ from .. import errors
 from ..scope import running_step
 from . import journal
 from .stepcontext import StepContext
+from .tracebacks import raised_at
 
 if TYPE_CHECKING:
     from .runtime import Runtime
@@ -113,11 +114,14 @@ def attempt_failed(
     serialized = journal.serialize_error(error)
     logger.log(
         logging.WARNING if isinstance(error, Exception) else logging.ERROR,
-        'Step "%s" of instance %s failed (attempt %d, %s).',
+        'Step "%s" of instance %s failed (attempt %d, %s): %s: %s, raised at %s.',
         name,
         x.instance.id,
         attempt,
         "no more attempts" if gives_up else "it is retried",
+        serialized["name"],
+        serialized["message"],
+        raised_at(error),
         exc_info=error,
     )
     if gives_up:

@@ -15,6 +15,7 @@ from ..store import instances as store
 from . import journal
 from .attempts import attempt_failed, invoke
 from .stepcontext import StepContext
+from .tracebacks import attempt_error
 
 if TYPE_CHECKING:
     from .execution import Execution
@@ -147,8 +148,9 @@ def _run_compensation(
             now = x.now()
             failed = {
                 **running,
-                "error": journal.serialize_error(failure),
+                "error": attempt_error(failure),
                 "finished_at": journal.timestamp(now),
+                **step.log.journaled(),
             }
             entry = attempt_failed(
                 x,
@@ -162,7 +164,7 @@ def _run_compensation(
             )
             if entry is None:
                 compensation_error = {
-                    **journal.serialize_error(failure),
+                    **failed["error"],
                     "step": compensation.step,
                     "attempts": attempt,
                 }
@@ -178,6 +180,7 @@ def _run_compensation(
                 **running,
                 "status": journal.COMPLETED,
                 "finished_at": journal.timestamp(x.now()),
+                **step.log.journaled(),
             },
         )
         x._emit("step-compensated", step=compensation.step, attempt=attempt)

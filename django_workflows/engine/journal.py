@@ -58,6 +58,8 @@ def serialize_error(error: BaseException) -> dict[str, Any]:
         serialized.update(step=error.step, attempts=error.attempts)
         if error.cause is not None:
             serialized["cause"] = error.cause
+        if error.traceback is not None:
+            serialized["traceback"] = error.traceback
     elif isinstance(error, errors.WorkflowFailedError) and isinstance(error.cause, dict):
         serialized["cause"] = _storable_cause(error.cause)
     return serialized
@@ -84,6 +86,7 @@ def error_from_dict(data: dict[str, Any]) -> errors.WorkflowError:
             step=data.get("step", ""),
             attempts=data.get("attempts", 0),
             cause=data.get("cause"),
+            traceback=data.get("traceback"),
         )
     cls = getattr(errors, name, None)
     if (
@@ -99,7 +102,11 @@ def error_from_dict(data: dict[str, Any]) -> errors.WorkflowError:
     return error
 
 
-def step_failed(name: str, attempts: int, cause: BaseException) -> errors.StepFailedError:
+def step_failed(
+    name: str, attempts: int, cause: BaseException, traceback: str | None = None
+) -> errors.StepFailedError:
+    """The StepFailedError of a step that gave up after `attempts`, raising `cause` last (with
+    `traceback`, formatted, when it has one)."""
     serialized = serialize_error(cause)
     return errors.StepFailedError(
         f'Step "{name}" failed after {attempts} attempt{"s" if attempts != 1 else ""}: '
@@ -107,6 +114,7 @@ def step_failed(name: str, attempts: int, cause: BaseException) -> errors.StepFa
         step=name,
         attempts=attempts,
         cause={"name": serialized["name"], "message": serialized["message"]},
+        traceback=traceback,
     )
 
 
@@ -120,6 +128,7 @@ def step_failed_from(name: str, entry: dict[str, Any]) -> errors.StepFailedError
         step=name,
         attempts=attempts,
         cause={"name": cause.get("name"), "message": cause.get("message")},
+        traceback=cause.get("traceback"),
     )
 
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..models import KEY_LENGTH
 from .journal import FORK_ENTRY, run_key
+from .steplog import StepLogger
 
 if TYPE_CHECKING:
     from .runtime import Runtime
@@ -47,6 +48,16 @@ class StepContext:
         self.last_beat = time.monotonic()
         self._places: Counter[tuple[Any, ...]] = Counter()
         self._places_lock = threading.Lock()
+        # Lines logged here reach the django_workflows logger and this attempt's entry.
+        self.log = StepLogger(
+            {
+                "instance_id": execution.instance.id,
+                "workflow": execution.instance.workflow,
+                "step": name,
+                "attempt": attempt,
+            },
+            execution.now,
+        )
 
     def start_id(self, workflow: str) -> str:
         """The id of this attempt's next start() of `workflow` without an id: the step's

@@ -18,6 +18,7 @@ from .attempts import attempt_failed, invoke
 from .compensations import register
 from .interrupts import Suspend
 from .stepcontext import StepContext
+from .tracebacks import attempt_error
 
 if TYPE_CHECKING:
     from .runtime import Runtime
@@ -151,9 +152,10 @@ def step(
                 now = x.now()
                 failed = {
                     **running,
-                    "error": journal.serialize_error(error),
+                    "error": attempt_error(error),
                     "finished_at": journal.timestamp(now),
                     "progress": step.progress,
+                    **step.log.journaled(),
                 }
                 gives_up = (
                     (isinstance(error, TypeError | ValueError) and "JSON" in str(error))
@@ -162,7 +164,7 @@ def step(
                 )
                 entry = attempt_failed(x, name, position, failed, attempt, error, policy, gives_up)
                 if entry is None:
-                    raise journal.step_failed(name, attempt, error)
+                    raise journal.step_failed(name, attempt, error, failed["error"]["traceback"])
                 continue
             finished = x.now()
             x.record(
@@ -174,6 +176,7 @@ def step(
                     "result": result,
                     "finished_at": journal.timestamp(finished),
                     "progress": None,
+                    **step.log.journaled(),
                 },
             )
             x._emit(

@@ -2,8 +2,8 @@
 and decoded on the way out. Without a codec every function here hands values through.
 
 Encoded: instances' input, output, error, custom status and cancel reason; journal entries'
-result, progress and error; signals' payloads. Readable, because the store matches, filters,
-orders or counts on them: ids, names, versions, statuses, keys, priorities, links, journal entry
+result, progress, error and logs (step.log's lines); signals' payloads. Readable, because the
+store matches, filters, orders or counts on them: ids, names, versions, statuses, keys, priorities, links, journal entry
 names, times and error names (kept beside the encoded error, which holds the name too).
 
 Each payload is encoded with where it is stored (`*_at` below), which names its row and field:
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from .instances import InstanceWrite
 
 INSTANCE_FIELDS = ("input", "output", "error", "custom_status", "cancel_reason")
-DOCUMENT_FIELDS = ("result", "progress", "error")
+DOCUMENT_FIELDS = ("result", "progress", "error", "logs")
 _ERROR_DATA = "data"  # an encoded error: {"name": ..., "data": "$wf1:..."}
 _ENVELOPE = {"name", _ERROR_DATA}
 

@@ -8,11 +8,10 @@ nothing more than before."""
 
 from __future__ import annotations
 
-import traceback
 from typing import Any
 
 from .. import clock
-from ..jsonvalues import storable_text
+from ..engine.tracebacks import format_traceback
 from ..registry import registry, workflow
 from ..retries import default_retry
 from .compat import (
@@ -26,10 +25,6 @@ from .compat import (
 )
 from .names import STEP, TASK_WORKFLOW
 from .records import load_task, task_result
-
-# A traceback is kept whole up to this many characters, its end past it (the end names the
-# line that raised).
-MAX_TRACEBACK = 32_000
 
 
 def register() -> None:
@@ -76,14 +71,9 @@ def attempt(step: Any, id: str, input: dict[str, Any], worker: str) -> dict[str,
             value = task.call(*args, **kwargs)
         value = normalize_json(value)
     except BaseException as error:
-        text = "".join(traceback.format_exception(error))
-        if len(text) > MAX_TRACEBACK:
-            text = "...\n" + text[-MAX_TRACEBACK:]
+        # The engine's traceback, as the step's journaled error keeps it (its tail past 16 KiB).
         history["errors"].append(
-            {
-                "exception_class_path": module_path(type(error)),
-                "traceback": storable_text(text),
-            }
+            {"exception_class_path": module_path(type(error)), "traceback": format_traceback(error)}
         )
         step.progress = history
         policy = default_retry().merged(backend.retry)  # type: ignore[attr-defined]

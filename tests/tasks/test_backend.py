@@ -109,6 +109,9 @@ def test_a_failing_task_is_failed_after_its_configured_attempts_with_each_traceb
     assert "Traceback (most recent call last)" in error.traceback
     assert "RuntimeError: boom" in error.traceback
     assert "in explode" in error.traceback
+    # The engine's traceback of the step's last attempt: the same frames, below the engine's.
+    step = wf.get_status(result.id, journal=True).journal[-1]
+    assert step.error["traceback"].endswith(error.traceback.split("\n", 1)[1])
     assert failed.finished_at is not None
     with pytest.raises(ValueError):
         failed.return_value  # noqa: B018 - Django's ValueError("Task failed")
