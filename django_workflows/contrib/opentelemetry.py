@@ -27,8 +27,10 @@ TRACER_NAME = "django_workflows"
 
 # What an execution returns when the instance did not end well: its span's status is ERROR.
 FAILED_OUTCOMES = frozenset({"failed", "compensation_failed", "error", "store-failed"})
-# Events a step attempt's span stands for already, or that carry payloads (output, value).
-_NOT_SPAN_EVENTS = frozenset({"step-completed", "step-failed"})
+# Events a span stands for already: an execution's start, a step attempt's end.
+_NOT_SPAN_EVENTS = frozenset(
+    {"workflow-started", "workflow-resumed", "step-completed", "step-failed"}
+)
 _PAYLOAD_KEYS = frozenset({"output", "value"})
 
 # The execution span of each instance executing in this process, by instance id: a step
