@@ -25,7 +25,6 @@ from django.utils.module_loading import import_string
 
 from .conf import SETTING, get_settings
 from .errors import WorkflowInterrupt
-from .store.forks import fork_entry
 
 if TYPE_CHECKING:
     from .engine.runtime import Runtime
@@ -198,10 +197,8 @@ def run_execution(x: Runtime, run: Callable[[], str]) -> str:
 
 
 def stored_headers(x: Runtime) -> Mapping[str, str]:
-    """The headers start() stored with `x`'s instance: from its journal, which a first
-    execution has not read (then from the database)."""
+    """The headers start() stored with `x`'s instance, from its journal (which the worker's
+    claim reads for a first execution too while a process_execution() exists)."""
     entry = x.journal.get(HEADERS_ENTRY)
-    if entry is None and x.instance.runs <= 1 and not x.instance.forked_from:
-        entry = fork_entry(x.using, x.instance.id, HEADERS_ENTRY)
-    headers = (entry or {}).get("headers")
+    headers = entry.get("headers") if entry is not None else None
     return headers if isinstance(headers, dict) else {}

@@ -140,6 +140,8 @@ class Worker:
             concurrency=self.concurrency_rules,
             rates=self.rate_rules,
             queues=self.queues,
+            # The headers start() stored, for STEP_MIDDLEWARE's process_execution().
+            first_journals=bool(middleware.chain().executions),
         )
         return claim.instances, claim, token
 
