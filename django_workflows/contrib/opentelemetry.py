@@ -53,7 +53,6 @@ class TracingMiddleware:
             f"{'step' if kind == 'step' else 'compensate'} {invocation.step}",
             context=parent,
             attributes={
-                "workflow.instance.id": invocation.instance_id,
                 "workflow.step.name": invocation.step,
                 "workflow.step.kind": kind,
                 "workflow.step.attempt": invocation.attempt,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from typing import Any
 
 from django_workflows import WorkflowInterrupt
@@ -61,3 +62,20 @@ def gives_none(call_next):
 
 
 not_callable = 42
+
+
+current_tenant: ContextVar[str | None] = ContextVar("current_tenant", default=None)
+
+
+def tenant_context(call_next):
+    """The how-to's tenant middleware: the tenant is the instance id's prefix."""
+
+    def handler(invocation):
+        tenant, _, _ = invocation.instance_id.partition(":")
+        token = current_tenant.set(tenant)
+        try:
+            return call_next(invocation)
+        finally:
+            current_tenant.reset(token)
+
+    return handler

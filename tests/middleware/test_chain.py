@@ -156,3 +156,18 @@ def test_without_middleware_the_attempt_is_called_as_it_is(settings):
     }
     chain = middleware.chain()
     assert (chain.handler, chain.starts, chain.executions) == (None, (), ())
+
+
+@pytest.mark.parametrize("timeout", [None, "30s"])
+def test_a_context_variable_a_middleware_sets_is_the_steps(define, step_middleware, timeout):
+    # With a timeout the step runs on a thread of its own: the chain runs there too.
+    step_middleware("tenant_context")
+
+    @define("mw-tenant")
+    def run(ctx, input):
+        return ctx.step("who", lambda step: handlers.current_tenant.get(), timeout=timeout)
+
+    wf.start("mw-tenant", None, id="acme:order-1")
+    wf.drain()
+    assert wf.get_status("acme:order-1").output == "acme"
+    assert handlers.current_tenant.get() is None  # reset after the attempt

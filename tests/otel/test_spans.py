@@ -40,7 +40,6 @@ def test_an_execution_is_a_span_with_a_child_span_per_step(define, spans):
         assert step.parent.span_id == execution.context.span_id
         assert step.context.trace_id == execution.context.trace_id
     assert dict(charge.attributes) == {
-        "workflow.instance.id": "otel-order-1",
         "workflow.step.name": "charge",
         "workflow.step.kind": "step",
         "workflow.step.attempt": 1,
