@@ -77,6 +77,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         action="store_true",
         help="drain with `runworkflows --once` processes, which exit when idle (no latency phase)",
     )
+    parser.add_argument(
+        "--otel",
+        action="store_true",
+        help="the OpenTelemetry middleware on, the SDK's BatchSpanProcessor dropping the spans",
+    )
     parser.add_argument("--latency-samples", type=int, default=30)
     parser.add_argument(
         "--poll-interval", default=None, help="passed to runworkflows (default: its own, 1s)"
@@ -462,7 +467,11 @@ def main(argv: list[str] | None = None) -> None:
         "DJANGO_SETTINGS_MODULE": SETTINGS,
         "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
     }
+    if args.otel:
+        env["BENCH_OTEL"] = "1"
     os.environ.update(DB=args.db, DJANGO_SETTINGS_MODULE=SETTINGS)
+    if args.otel:
+        os.environ["BENCH_OTEL"] = "1"
     sys.path.insert(0, str(ROOT))
 
     import django
@@ -487,8 +496,10 @@ def main(argv: list[str] | None = None) -> None:
 
     print(f"database: {args.db} ({version}) {settings.DATABASES['default']['NAME']}")
     from django_workflows.codecs import configured_codecs
+    from django_workflows.conf import get_settings
 
     print(f"codec: {', '.join(repr(c) for c in configured_codecs()) or 'none (plain JSON)'}")
+    print(f"step middleware: {', '.join(get_settings().step_middleware) or 'none'}")
     print(
         f"machine: {os.cpu_count()} CPUs, Python {sys.version.split()[0]}, "
         f"Django {django.__version__}"

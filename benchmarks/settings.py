@@ -43,3 +43,13 @@ LOGGING = {
 # CODEC=1: every payload encrypted with the tests' AES-GCM codec, to measure what it costs.
 if os.environ.get("CODEC"):
     from tests.settings import DJANGO_WORKFLOWS  # noqa: F401
+
+# BENCH_OTEL=1 (run.py --otel): the OpenTelemetry middleware on, and the SDK in this process.
+if os.environ.get("BENCH_OTEL"):
+    from benchmarks import otel
+
+    otel.install()
+    DJANGO_WORKFLOWS = {
+        **globals().get("DJANGO_WORKFLOWS", {}),
+        "STEP_MIDDLEWARE": [otel.MIDDLEWARE],
+    }

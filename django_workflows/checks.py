@@ -9,7 +9,7 @@ from django.conf import settings
 from django.core.checks import Error, Tags, Warning, register
 from django.utils.module_loading import import_string
 
-from . import clock, codecs
+from . import clock, codecs, middleware
 from .conf import get_settings
 from .models import KEY_LENGTH
 from .registry import registry
@@ -25,7 +25,8 @@ QUEUES_SEEN_WITHIN = timedelta(days=1)
 @register()
 def check_settings(app_configs: Any = None, **kwargs: Any) -> list[Any]:
     """E001: DJANGO_WORKFLOWS is invalid. E002: USE_TZ is off. E006: a codec that cannot be
-    built or does not give back what it encoded."""
+    built or does not give back what it encoded. E012: a STEP_MIDDLEWARE path that does not
+    import, or whose factory gives no handler."""
     problems: list[Any] = []
     try:
         configured = get_settings()
@@ -34,6 +35,7 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[Any]:
     else:
         problems += _check_retry_and_clock(configured)
         problems += _check_codecs()
+        problems += _check_step_middleware(configured)
     if not settings.USE_TZ:
         problems.append(
             Error(
@@ -82,6 +84,21 @@ def _check_codecs() -> list[Any]:
                 raise ValueError(f"codec {codec.id!r} does not decode what it encoded.")
     except Exception as error:  # a codec of the application's own may raise anything
         return [Error(f"DJANGO_WORKFLOWS['CODEC']: {error}", id="django_workflows.E006")]
+    return []
+
+
+def _check_step_middleware(configured: Any) -> list[Any]:
+    try:
+        middleware.load(configured.step_middleware)
+    except Exception as error:  # an application's factory may raise anything
+        return [
+            Error(
+                f"DJANGO_WORKFLOWS['STEP_MIDDLEWARE'] cannot be built: {error}",
+                hint="Each entry is the dotted path of a factory, factory(call_next) -> "
+                "handler(invocation), as Django's MIDDLEWARE.",
+                id="django_workflows.E012",
+            )
+        ]
     return []
 
 

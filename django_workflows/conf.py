@@ -15,7 +15,7 @@ from django.dispatch import receiver
 from .durations import parse_duration
 
 SETTING = "DJANGO_WORKFLOWS"
-_KEYS = {"DATABASE", "WORKER", "RETRY", "JOURNAL", "CLOCK", "CODEC", "WEBHOOK"}
+_KEYS = {"DATABASE", "WORKER", "RETRY", "JOURNAL", "CLOCK", "CODEC", "WEBHOOK", "STEP_MIDDLEWARE"}
 _WORKER_KEYS = {
     "CONCURRENCY",
     "POLL_INTERVAL",
@@ -59,6 +59,7 @@ class WorkflowSettings:
     clock: Any
     codec: Any
     webhook: WebhookSettings = WebhookSettings()
+    step_middleware: tuple[str, ...] = ()  # dotted paths, outermost first (middleware.py)
 
 
 def _unknown(keys: Any, allowed: set[str], where: str) -> None:
@@ -125,7 +126,18 @@ def get_settings() -> WorkflowSettings:
         clock=raw.get("CLOCK"),
         codec=raw.get("CODEC"),
         webhook=_webhook(raw.get("WEBHOOK") or {}),
+        step_middleware=_step_middleware(raw.get("STEP_MIDDLEWARE", ())),
     )
+
+
+def _step_middleware(raw: Any) -> tuple[str, ...]:
+    """STEP_MIDDLEWARE, a list or tuple of dotted paths; TypeError naming what is not."""
+    if not isinstance(raw, list | tuple) or not all(isinstance(path, str) and path for path in raw):
+        raise TypeError(
+            f"{SETTING}['STEP_MIDDLEWARE'] must be a list of dotted paths to middleware "
+            f"factories, not {raw!r}."
+        )
+    return tuple(raw)
 
 
 def _webhook(raw: Any) -> WebhookSettings:

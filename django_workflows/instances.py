@@ -21,6 +21,7 @@ from .definitions import Workflow, check_priority, check_queue
 from .durations import Duration, parse_duration
 from .errors import WorkflowIdConflictError, WorkflowNotFoundError
 from .jsonvalues import MAX_MESSAGE, check_text
+from .middleware import headers_entry, start_headers
 from .models import KEY_LENGTH, Status, WorkflowInstance
 from .results import CancelResult, InstanceStatus, JournalEntry, StartResult, StepLog, Wait
 from .schedules.ids import is_occurrence_id
@@ -152,12 +153,14 @@ def start_instance(
     def create(using: str) -> tuple[WorkflowInstance, bool]:
         with transaction.atomic(using=using, savepoint=False):
             stored, created = store.create_instance(
-                using, instance, tags=merged, attributes=searchable_values
+                using, instance, tags=merged, attributes=searchable_values, entries=headers
             )
             if created:
                 wake_on_commit(using)
             return stored, created
 
+    # STEP_MIDDLEWARE's process_start(): the caller's trace context, stored with the instance.
+    headers = headers_entry(start_headers(id, definition.name, definition.version))
     payloads.encode_instance(instance)
     stored, created = create(using)
     if not created and (

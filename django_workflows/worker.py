@@ -16,7 +16,7 @@ from typing import Any
 
 from django.db import connections
 
-from . import clock, wakeups
+from . import clock, middleware, wakeups
 from .conf import check_poll_interval, database_alias, get_settings
 from .definitions import check_queue
 from .durations import Duration, parse_duration
@@ -140,6 +140,8 @@ class Worker:
             concurrency=self.concurrency_rules,
             rates=self.rate_rules,
             queues=self.queues,
+            # The headers start() stored, for STEP_MIDDLEWARE's process_execution().
+            first_journals=bool(middleware.chain().executions),
         )
         return claim.instances, claim, token
 
@@ -170,7 +172,7 @@ class Worker:
                 if self._stopping.is_set():
                     execution.stop_reason = "shutdown"
             try:
-                outcome = execution.execute()
+                outcome = middleware.run_execution(execution, execution.execute)
             finally:
                 with self._lock:
                     self._running.pop(instance.id, None)

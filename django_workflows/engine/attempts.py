@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.db import connections
 
-from .. import errors
+from .. import errors, middleware
 from ..scope import running_step
 from . import journal
 from .stepcontext import StepContext
@@ -33,6 +33,7 @@ def invoke(
 ) -> Any:
     """Run a step's function; with timeouts, in a thread of its own that can be abandoned
     (Python cannot kill a thread: a late result is discarded)."""
+    call = middleware.wrap(x, step, call)  # STEP_MIDDLEWARE, around every attempt
     with x._lock:
         x.running_steps.add(step)
     try:

@@ -11,7 +11,7 @@ from ..jsonvalues import check_value, dumps, storable_text
 PATCH = "patch"  # a ctx.patched() marker's kind
 FORK = "fork"  # the entry a fork starts with
 
-ENGINE_KINDS = ("compensation", "retry", PATCH, FORK, "continued")
+ENGINE_KINDS = ("compensation", "retry", PATCH, FORK, "continued", "headers")
 """Entries the replay check ignores: those the engine writes on its own, and patch markers,
 which code whose guard was removed no longer reaches."""
 

@@ -51,12 +51,14 @@ def claim(
     concurrency: dict[str, limits.ConcurrencyRule] | None = None,
     rates: dict[str, limits.RateRule] | None = None,
     queues: list[str] | None = None,
+    first_journals: bool = False,
 ) -> Claim:
     """Lease up to `limit` due instances of `workflows` to one worker: lowest priority first,
     then the most overdue. Two concurrent claims never return the same instance. With
     `concurrency` and `rates` (by workflow name), only what the limits let start. With
     `queues`, only instances waiting in one of them (None: every queue); the order holds across
-    the queues, and the limits count the instances of every queue."""
+    the queues, and the limits count the instances of every queue. `first_journals`: read the
+    journals of first executions too (the entries start() wrote with the instance)."""
     if not workflows or limit < 1 or queues == []:
         return Claim([], 0)
     queues = sorted(set(queues)) if queues is not None else None
@@ -88,7 +90,7 @@ def claim(
         )
     )
     if fast is not NotImplemented:
-        return _decoded(Claim(fast[0], fast[1], _journals(using, fast[0])))
+        return _decoded(Claim(fast[0], fast[1], _journals(using, fast[0], first_journals)))
     with transaction.atomic(using=using):
         backend(using).take_write_lock()
         if concurrency or rates:
@@ -133,7 +135,7 @@ def claim(
     # The journals after the commit, as the one-statement claims read them: under MySQL's
     # REPEATABLE READ the transaction's snapshot (taken by its first read, before the instances
     # were locked) could miss the previous lease holder's last write.
-    return _decoded(Claim(claimed, last, _journals(using, claimed)))
+    return _decoded(Claim(claimed, last, _journals(using, claimed, first_journals)))
 
 
 def _decoded(claim: Claim) -> Claim:
@@ -151,11 +153,15 @@ def _decoded(claim: Claim) -> Claim:
 
 
 def _journals(
-    using: str, claimed: list[WorkflowInstance]
+    using: str, claimed: list[WorkflowInstance], first_journals: bool = False
 ) -> dict[str, list[tuple[str, dict[str, Any]]]]:
     """The journals of the claimed instances that ran before, or were forked with one (any
-    other first execution has none)."""
-    resumed = [instance.pk for instance in claimed if instance.runs > 1 or instance.forked_from]
+    other first execution has none but what start() wrote: read too with `first_journals`)."""
+    resumed = [
+        instance.pk
+        for instance in claimed
+        if first_journals or instance.runs > 1 or instance.forked_from
+    ]
     journals: dict[str, list[tuple[str, dict[str, Any]]]] = {}
     if resumed:
         rows = JournalEntry.objects.using(using).filter(instance_id__in=resumed).order_by("id")

@@ -81,10 +81,12 @@ def create_instance(
     *,
     tags: list[str] | None = None,
     attributes: dict[str, Stored] | None = None,
+    entries: dict[str, dict[str, Any]] | None = None,
 ) -> tuple[WorkflowInstance, bool]:
-    """Insert a pending instance unless one with its id exists, with its tags and search
-    attributes; return the stored one and whether this call created it. Atomic per id: of two
-    concurrent calls, one creates (and an existing instance keeps the tags it has)."""
+    """Insert a pending instance unless one with its id exists, with its tags, search
+    attributes and first journal `entries` (decoded documents: the headers start() stores);
+    return the stored one and whether this call created it. Atomic per id: of two concurrent
+    calls, one creates (and an existing instance keeps the tags it has)."""
     with transaction.atomic(using=using, savepoint=False):
         backend(using).take_write_lock()
         instance.signal_cursor = last_signal_id(using)
@@ -93,6 +95,15 @@ def create_instance(
             if tags or attributes:
                 searchable.create(
                     using, instance.pk, tags or [], attributes or {}, instance.created_at
+                )
+            if entries:
+                JournalEntry.objects.using(using).bulk_create(
+                    JournalEntry(
+                        instance_id=instance.pk,
+                        name=name,
+                        document=payloads.encode_document(instance.pk, name, document),
+                    )
+                    for name, document in entries.items()
                 )
             return instance, True
         rows = WorkflowInstance.objects.using(using)

@@ -1,0 +1,1 @@
+"""Optional integrations, each behind an extra of its own (`otel`: opentelemetry)."""

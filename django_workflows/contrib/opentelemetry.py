@@ -1,0 +1,154 @@
+"""OpenTelemetry traces of the workflows, from the API alone (the extra `otel`): switched on by
+putting "django_workflows.contrib.opentelemetry.middleware" in STEP_MIDDLEWARE.
+
+- start() stores the caller's trace context (the configured propagator's headers: W3C
+  `traceparent`, `tracestate`) with the instance.
+- Each execution is a span, `workflow <name>` (kind CONSUMER), linked to the span that called
+  start(); its other events (sleeps, waits, signals, child starts...) are span events on it.
+- Each step attempt and compensation attempt is a child span, `step <name>` or `compensate
+  <name>`; a failed one records its exception and has status ERROR.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from django.dispatch import receiver
+from opentelemetry import context, propagate, trace
+from opentelemetry.trace import Link, SpanKind, Status, StatusCode
+
+from ..errors import WorkflowInterrupt
+from ..events import WorkflowEvent, workflow_event
+from ..middleware import ExecutionInvocation, StartInvocation, StepInvocation
+
+TRACER_NAME = "django_workflows"
+
+# What an execution returns when the instance did not end well: its span's status is ERROR.
+FAILED_OUTCOMES = frozenset({"failed", "compensation_failed", "error", "store-failed"})
+# Events a span stands for already: an execution's start, a step attempt's end.
+_NOT_SPAN_EVENTS = frozenset(
+    {"workflow-started", "workflow-resumed", "step-completed", "step-failed"}
+)
+_PAYLOAD_KEYS = frozenset({"output", "value"})
+
+# The execution span of each instance executing in this process, by instance id: a step
+# attempt's span is its child whichever thread runs it (a gather branch, a step's timeout).
+_executions: dict[str, tuple[trace.Span, context.Context]] = {}
+
+
+class TracingMiddleware:
+    """The step middleware that traces executions, step attempts and compensations."""
+
+    def __init__(self, call_next: Callable[[StepInvocation], Any]):
+        self.call_next = call_next
+        self.tracer = trace.get_tracer(TRACER_NAME)
+
+    def __call__(self, invocation: StepInvocation) -> Any:
+        execution = _executions.get(invocation.instance_id)
+        parent = execution[1] if execution is not None else None
+        kind = invocation.kind
+        span = self.tracer.start_span(
+            f"{'step' if kind == 'step' else 'compensate'} {invocation.step}",
+            context=parent,
+            attributes={
+                "workflow.step.name": invocation.step,
+                "workflow.step.kind": kind,
+                "workflow.step.attempt": invocation.attempt,
+            },
+        )
+        token = context.attach(trace.set_span_in_context(span, parent))
+        try:
+            result = self.call_next(invocation)
+        except BaseException as error:
+            _failed(span, error, "workflow.step.outcome")
+            raise
+        finally:
+            context.detach(token)
+        span.set_attribute("workflow.step.outcome", "completed")
+        span.end()
+        return result
+
+    def process_start(self, invocation: StartInvocation) -> Mapping[str, str] | None:
+        """The caller's trace context, stored with the instance (none outside a span)."""
+        carrier: dict[str, str] = {}
+        propagate.inject(carrier)
+        return carrier
+
+    def process_execution(self, invocation: ExecutionInvocation, run: Callable[[], str]) -> str:
+        """Run one execution inside its span."""
+        links = None
+        if invocation.headers:
+            caller = trace.get_current_span(propagate.extract(invocation.headers))
+            if caller.get_span_context().is_valid:
+                links = [Link(caller.get_span_context())]
+        span = self.tracer.start_span(
+            f"workflow {invocation.workflow}",
+            kind=SpanKind.CONSUMER,
+            links=links,
+            attributes={
+                "workflow.name": invocation.workflow,
+                "workflow.version": invocation.version,
+                "workflow.instance.id": invocation.instance_id,
+                "workflow.run": invocation.run,
+            },
+        )
+        current = trace.set_span_in_context(span)
+        _executions[invocation.instance_id] = (span, current)
+        token = context.attach(current)
+        try:
+            outcome = run()
+        except BaseException as error:
+            _failed(span, error, "workflow.outcome")
+            raise
+        finally:
+            context.detach(token)
+            _executions.pop(invocation.instance_id, None)
+        span.set_attribute("workflow.outcome", outcome)
+        if outcome in FAILED_OUTCOMES:
+            span.set_status(Status(StatusCode.ERROR, f"The execution ended {outcome}."))
+        span.end()
+        return outcome
+
+
+def middleware(call_next: Callable[[StepInvocation], Any]) -> TracingMiddleware:
+    """The factory STEP_MIDDLEWARE names: "django_workflows.contrib.opentelemetry.middleware"."""
+    return TracingMiddleware(call_next)
+
+
+def _failed(span: trace.Span, error: BaseException, outcome_key: str) -> None:
+    """End `span` for `error`: an interrupt (a suspension, a cancel) is the engine's control
+    flow, not a failure; anything else is recorded, with status ERROR."""
+    if isinstance(error, WorkflowInterrupt):
+        span.set_attribute(outcome_key, "interrupted")
+    else:
+        span.set_attributes({outcome_key: "failed", "error.type": type(error).__qualname__})
+        span.record_exception(error, escaped=True)
+        span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"))
+    span.end()
+
+
+@receiver(workflow_event, dispatch_uid="django_workflows.contrib.opentelemetry")
+def _add_span_event(sender: Any, event: WorkflowEvent, **kwargs: Any) -> None:
+    """An event of an executing instance (a suspension, a signal, a child started...) as a
+    span event on its execution's span."""
+    if event.type in _NOT_SPAN_EVENTS:
+        return
+    execution = _executions.get(event.id)
+    if execution is None:
+        return
+    attributes = {
+        f"workflow.{key}": _attribute(value)
+        for key, value in event.data.items()
+        if key not in _PAYLOAD_KEYS and value is not None
+    }
+    execution[0].add_event(event.type, attributes=attributes)
+
+
+def _attribute(value: Any) -> str | bool | int | float:
+    if isinstance(value, str | bool | int | float):
+        return value
+    if hasattr(value, "isoformat"):
+        return str(value.isoformat())
+    return json.dumps(value, default=str, sort_keys=True)

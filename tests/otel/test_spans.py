@@ -1,0 +1,179 @@
+"""django_workflows.contrib.opentelemetry: a span per execution, a child span per step attempt
+and compensation, events as span events, and a link to the span that called start()."""
+
+from __future__ import annotations
+
+import pytest
+from opentelemetry.trace import SpanKind, StatusCode
+
+import django_workflows as wf
+from django_workflows import Retry
+
+pytestmark = pytest.mark.django_db
+
+
+def by_name(spans, name):
+    return [span for span in spans if span.name == name]
+
+
+def test_an_execution_is_a_span_with_a_child_span_per_step(define, spans):
+    @define("otel-order")
+    def run(ctx, input):
+        ctx.step("charge", lambda step: "c1")
+        ctx.step("ship", lambda step: "s1")
+        return "done"
+
+    wf.start("otel-order", None, id="otel-order-1")
+    wf.drain()
+    [execution] = by_name(spans(), "workflow otel-order")
+    [charge] = by_name(spans(), "step charge")
+    [ship] = by_name(spans(), "step ship")
+    assert execution.kind == SpanKind.CONSUMER
+    assert dict(execution.attributes) == {
+        "workflow.name": "otel-order",
+        "workflow.version": 1,
+        "workflow.instance.id": "otel-order-1",
+        "workflow.run": 1,
+        "workflow.outcome": "completed",
+    }
+    for step in (charge, ship):
+        assert step.parent.span_id == execution.context.span_id
+        assert step.context.trace_id == execution.context.trace_id
+    assert dict(charge.attributes) == {
+        "workflow.step.name": "charge",
+        "workflow.step.kind": "step",
+        "workflow.step.attempt": 1,
+        "workflow.step.outcome": "completed",
+    }
+    assert execution.status.status_code == StatusCode.UNSET
+    assert charge.start_time < ship.start_time < execution.end_time
+
+
+def test_a_failed_attempt_records_its_exception_with_status_error(define, spans, workflow_clock):
+    attempts = []
+
+    def flaky(step):
+        attempts.append(step.attempt)
+        if step.attempt == 1:
+            raise ConnectionError("carrier unreachable")
+        return "shipped"
+
+    @define("otel-flaky")
+    def run(ctx, input):
+        return ctx.step("ship", flaky, retry=Retry(attempts=2))
+
+    wf.start("otel-flaky", None, id="otel-flaky-1")
+    wf.drain()
+    workflow_clock.advance("10s")
+    wf.drain()
+    first, second = by_name(spans(), "step ship")
+    assert (
+        first.attributes["workflow.step.attempt"],
+        second.attributes["workflow.step.attempt"],
+    ) == (1, 2)
+    assert first.status.status_code == StatusCode.ERROR
+    assert first.status.description == "ConnectionError: carrier unreachable"
+    assert first.attributes["workflow.step.outcome"] == "failed"
+    assert first.attributes["error.type"] == "ConnectionError"
+    [exception] = first.events
+    assert exception.name == "exception"
+    assert exception.attributes["exception.type"] == "ConnectionError"
+    assert exception.attributes["exception.message"] == "carrier unreachable"
+    assert second.status.status_code == StatusCode.UNSET
+    assert second.attributes["workflow.step.outcome"] == "completed"
+    # Two executions: the first parked the instance for the retry's backoff.
+    runs = by_name(spans(), "workflow otel-flaky")
+    assert [span.attributes["workflow.run"] for span in runs] == [1, 2]
+    assert [event.name for event in runs[0].events] == ["workflow-suspended"]
+    assert first.parent.span_id == runs[0].context.span_id
+    assert second.parent.span_id == runs[1].context.span_id
+
+
+def test_a_compensation_is_a_span_and_a_failed_instance_an_error(define, spans):
+    @define("otel-undo")
+    def run(ctx, input):
+        ctx.step("reserve", lambda step: "r1", compensate=lambda result, step: "released")
+        ctx.fail("out of stock")
+
+    wf.start("otel-undo", None, id="otel-undo-1")
+    wf.drain()
+    [execution] = by_name(spans(), "workflow otel-undo")
+    [compensation] = by_name(spans(), "compensate reserve")
+    assert compensation.attributes["workflow.step.kind"] == "compensation"
+    assert compensation.parent.span_id == execution.context.span_id
+    assert execution.attributes["workflow.outcome"] == "failed"
+    assert execution.status.status_code == StatusCode.ERROR
+    assert "workflow-compensating" in [event.name for event in execution.events]
+
+
+def test_sleeps_waits_and_child_starts_are_span_events_of_the_execution(
+    define, spans, workflow_clock
+):
+    @define("otel-child")
+    def child(ctx, input):
+        return "child done"
+
+    @define("otel-parent")
+    def run(ctx, input):
+        ctx.start_child("otel-child", None, id="otel-child-1")
+        ctx.sleep("nap", "1h")
+        return ctx.wait_for_signal("payment", "paid", key="otel-parent-1", timeout="1d")
+
+    wf.start("otel-parent", None, id="otel-parent-1")
+    wf.drain()
+    workflow_clock.advance("1h")
+    wf.drain()
+    wf.signal("paid", {"ok": True}, key="otel-parent-1")
+    wf.drain()
+    first, second, third = by_name(spans(), "workflow otel-parent")
+    names = [event.name for event in first.events]
+    assert names[0] == "child-started" and names[-1] == "workflow-suspended"
+    child_started = first.events[0]
+    assert child_started.attributes["workflow.child"] == "otel-child-1"
+    suspended = first.events[-1]
+    assert suspended.attributes["workflow.wake_at"].startswith("2026-01-01T01:00:00")
+    assert [event.name for event in second.events][-1] == "workflow-suspended"
+    assert "workflow.waits" in second.events[-1].attributes
+    assert "signal-received" in [event.name for event in third.events]
+    # The child's execution links to the parent's execution span, which started it.
+    [child_execution] = by_name(spans(), "workflow otel-child")
+    [link] = child_execution.links
+    assert link.context.span_id == first.context.span_id
+
+
+def test_the_first_execution_links_to_the_span_that_called_start(define, spans, tracer):
+    @define("otel-linked")
+    def run(ctx, input):
+        return ctx.step("charge", lambda step: "c1")
+
+    with tracer.start_as_current_span("POST /orders") as request:
+        wf.start("otel-linked", None, id="otel-linked-1")
+    wf.drain()
+    [execution] = by_name(spans(), "workflow otel-linked")
+    [link] = execution.links
+    assert link.context.trace_id == request.get_span_context().trace_id
+    assert link.context.span_id == request.get_span_context().span_id
+    assert execution.context.trace_id != request.get_span_context().trace_id  # a link, not a parent
+
+
+def test_an_instance_started_outside_any_span_has_no_link(define, spans):
+    @define("otel-unlinked")
+    def run(ctx, input):
+        return ctx.step("charge", lambda step: "c1")
+
+    wf.start("otel-unlinked", None, id="otel-unlinked-1")
+    wf.drain()
+    [execution] = by_name(spans(), "workflow otel-unlinked")
+    assert execution.links == ()
+
+
+def test_a_step_run_on_a_thread_of_its_own_is_still_a_child_of_its_execution(define, spans):
+    @define("otel-timeout")
+    def run(ctx, input):
+        return ctx.step("quote", lambda step: "q1", timeout="30s")
+
+    wf.start("otel-timeout", None, id="otel-timeout-1")
+    wf.drain()
+    [execution] = by_name(spans(), "workflow otel-timeout")
+    [quote] = by_name(spans(), "step quote")
+    assert quote.parent.span_id == execution.context.span_id
