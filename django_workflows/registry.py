@@ -3,6 +3,7 @@ workflows.py modules load."""
 
 from __future__ import annotations
 
+import inspect
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 from .attributes import check_tags
 from .definitions import DEFAULT_QUEUE, Concurrency, RateLimit, Schedule, Workflow, check_queue
 from .durations import Duration, parse_duration
+from .engine.asynccontext import workflow_runner
 from .errors import WorkflowDefinitionError, WorkflowNotFoundError
 
 
@@ -134,6 +136,8 @@ def workflow(
             raise ValueError(
                 f"@workflow({name!r}) decorates a function or a class, not {target!r}."
             )
+        if inspect.iscoroutinefunction(run):  # an async def workflow (or `async def run`)
+            run = workflow_runner(run)
         definition = Workflow(
             name=name,
             version=version,

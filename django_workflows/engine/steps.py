@@ -16,6 +16,7 @@ from ..retries import default_retry
 from . import journal
 from .attempts import attempt_failed, invoke
 from .compensations import register
+from .coroutines import refuse_async_fn, refuse_coroutine
 from .interrupts import Suspend
 from .stepcontext import StepContext
 from .tracebacks import attempt_error
@@ -59,7 +60,9 @@ def step(
     if not callable(fn):
         raise errors.WorkflowDefinitionError(f'Step "{name}" needs a function, got {fn!r}.')
     _check_arguments(x, fn, 1, f'The function of step "{name}"', "lambda step: ...")
+    refuse_async_fn(x, fn, f'The function of step "{name}"')
     if compensate is not None:
+        refuse_async_fn(x, compensate, f'The compensation of step "{name}"')
         _check_arguments(
             x, compensate, 2, f'The compensation of step "{name}"', "lambda result, step: ..."
         )
@@ -139,6 +142,7 @@ def step(
             try:
                 call: Callable[[], Any] = lambda step=step: fn(step)  # type: ignore[misc]  # noqa: E731
                 result = invoke(x, step, call, run_timeout, heartbeat)
+                refuse_coroutine(x, result, f'The function of step "{name}"')
                 result = x.to_json(result, f'The result of step "{name}"')
             except BaseException as error:
                 if isinstance(error, errors.WorkflowInterrupt):

@@ -26,9 +26,14 @@ class OwnerCalls:
         """`fn()` on the owner's thread: at once on it, else handed to it and waited for."""
         if threading.get_ident() == self.owner:
             return fn()
+        return self.submit(fn).result()
+
+    def submit(self, fn: Callable[[], Any]) -> Future[Any]:
+        """Hand `fn()` to the owner's thread without waiting: its Future (an event loop awaits
+        it, see coroutines.py)."""
         future: Future[Any] = Future()
         self._requests.put((fn, future))
-        return future.result()
+        return future
 
     def serve(self, timeout: float) -> None:
         """On the owner's thread: run what other threads asked for, up to `timeout` seconds."""

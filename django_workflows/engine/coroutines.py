@@ -1,0 +1,116 @@
+"""async def workflows: their coroutines run on one event loop per process, in a thread of its
+own beside the worker's thread pool; the ctx calls they await run on the thread that drives
+them (the execution's own, or a gather branch's), where the engine and the store run as they
+do for a sync workflow, never on the loop (Django's ORM refuses a running event loop)."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+import os
+import threading
+from collections.abc import Callable, Coroutine
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any
+
+from ..errors import WorkflowDefinitionError
+from .threads import OwnerCalls
+
+if TYPE_CHECKING:
+    from .runtime import Runtime
+
+_relay: ContextVar[OwnerCalls | None] = ContextVar("django_workflows_relay", default=None)
+_loop: tuple[int, asyncio.AbstractEventLoop] | None = None
+_loop_lock = threading.Lock()
+
+
+def event_loop() -> asyncio.AbstractEventLoop:
+    """The process's loop for async workflows and steps, started in a daemon thread on first
+    use (and again in a forked child, whose copy of the thread does not run)."""
+    global _loop
+    with _loop_lock:
+        if _loop is None or _loop[0] != os.getpid() or _loop[1].is_closed():
+            loop = asyncio.new_event_loop()
+            threading.Thread(
+                target=loop.run_forever, name="django_workflows async loop", daemon=True
+            ).start()
+            _loop = (os.getpid(), loop)
+        return _loop[1]
+
+
+def drive(relay: OwnerCalls, coroutine: Coroutine[Any, Any, Any]) -> Any:
+    """On the thread that owns `relay`: run `coroutine` on the loop and run the ctx calls it
+    hands over (and, on the execution's thread, the store calls of other threads) until it
+    ends; its result, or what it raised."""
+    token = _relay.set(relay)  # copied into the coroutine's task with the rest of the context
+    try:
+        future = asyncio.run_coroutine_threadsafe(coroutine, event_loop())
+    finally:
+        _relay.reset(token)
+    future.add_done_callback(lambda _: relay.wake())
+    while not future.done():
+        relay.serve(1.0)
+    return future.result()
+
+
+async def call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Await `fn(*args, **kwargs)` run on the thread driving this coroutine."""
+    relay = _relay.get()
+    if relay is None:
+        raise WorkflowDefinitionError(
+            "An async ctx call was awaited outside its workflow's coroutine (in a task it "
+            "created, or after it ended): await ctx calls in the workflow itself, or pass "
+            "coroutines to ctx.gather()."
+        )
+    return await asyncio.wrap_future(relay.submit(functools.partial(fn, *args, **kwargs)))
+
+
+def run_async_fn(x: Runtime, fn: Callable[..., Any], *args: Any) -> Any:
+    """Run the async step function `fn(*args)` on the loop from the thread the engine runs the
+    step on, and wait for it; on the execution's thread, serving the store calls meanwhile."""
+    future = asyncio.run_coroutine_threadsafe(fn(*args), event_loop())
+    if threading.get_ident() != x.calls.owner:
+        return future.result()
+    future.add_done_callback(lambda _: x.calls.wake())
+    while not future.done():
+        x.calls.serve(1.0)
+    return future.result()
+
+
+def in_thread(x: Runtime, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """A step, compensation or dispatch function for the engine: `fn` itself when sync (the
+    engine runs it on its thread, off the loop), or a sync function that runs the async `fn`
+    on the loop and returns its result. Its signature is `fn`'s, for the engine's checks."""
+    if not inspect.iscoroutinefunction(fn):
+        return fn
+
+    @functools.wraps(fn)
+    def run(*args: Any) -> Any:
+        return run_async_fn(x, fn, *args)
+
+    return run
+
+
+def refuse_async_fn(x: Runtime, fn: Any, what: str) -> None:
+    """WorkflowDefinitionError for an async function given to a sync workflow's ctx."""
+    if inspect.iscoroutinefunction(fn):
+        raise x._define_error(
+            WorkflowDefinitionError(
+                f"{what} is an async def function, in the sync workflow "
+                f"{x.instance.workflow!r}: make the workflow async def (and await its ctx "
+                "calls), or the function sync."
+            )
+        )
+
+
+def refuse_coroutine(x: Runtime, result: Any, what: str) -> None:
+    """WorkflowDefinitionError for a sync function that returned a coroutine (never awaited)."""
+    if inspect.iscoroutine(result):
+        result.close()
+        raise x._define_error(
+            WorkflowDefinitionError(
+                f"{what} returned a coroutine that nothing awaits: make it async def (in an "
+                "async def workflow), or return its result."
+            )
+        )
