@@ -244,3 +244,19 @@ def test_an_async_workflow_that_swallows_the_engines_interrupt_still_parks(defin
     wf.start("async-swallow", id="s-1")
     wf.drain()
     assert wf.get_status("s-1").status == "suspended"
+
+
+def test_an_async_step_past_its_timeout_fails_with_step_timeout_error(define):
+    async def slow(step):
+        await asyncio.sleep(3)
+        return "late"
+
+    @define("async-timeout")
+    async def timed(ctx, input):
+        return await ctx.step("slow", slow, timeout=0.2, retry={"attempts": 1})
+
+    wf.start("async-timeout", id="t-1")
+    wf.drain()
+    status = wf.get_status("t-1")
+    assert status.status == "failed"
+    assert status.error["cause"]["name"] == "StepTimeoutError", status.error
