@@ -26,6 +26,9 @@
    process and measures from the committed `start()` to the first step's `started_at` in the
    worker process (median, p95), at the worker's default poll interval unless --poll-interval.
 
+With --async, the instances are of `bench-async`: the same steps, as an async def workflow
+whose steps are coroutines (run on the worker's event loop).
+
 With --once, the drain's processes are `runworkflows --once`, which exit once idle; no step 5.
 
 With --compare-processes (and --processes P > 1), steps 1-4 run twice on a fresh database,
@@ -81,6 +84,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--otel",
         action="store_true",
         help="the OpenTelemetry middleware on, the SDK's BatchSpanProcessor dropping the spans",
+    )
+    parser.add_argument(
+        "--async",
+        dest="async_",
+        action="store_true",
+        help="drain `bench-async` (an async def workflow, async steps) instead of `bench`",
     )
     parser.add_argument("--latency-samples", type=int, default=30)
     parser.add_argument(
@@ -263,9 +272,10 @@ class Workers:
 def start_phase(args: argparse.Namespace) -> float:
     import django_workflows as wf
 
+    name = "bench-async" if args.async_ else "bench"
     began = time.perf_counter()
     for index in range(args.workflows):
-        wf.start("bench", {"steps": args.steps}, id=f"bench-{index:06d}")
+        wf.start(name, {"steps": args.steps}, id=f"bench-{index:06d}")
     return time.perf_counter() - began
 
 
@@ -317,7 +327,7 @@ def latency_phase(args: argparse.Namespace) -> list[float]:
     committed: dict[str, float] = {}
     for index in range(args.latency_samples):
         id = f"latency-{index:04d}"
-        wf.start("bench", {"steps": 1}, id=id)
+        wf.start("bench-async" if args.async_ else "bench", {"steps": 1}, id=id)
         committed[id] = time.time()  # start() has committed when it returns
         # not in step with the workers' polls
         time.sleep(random.uniform(0.3, 1.3))

@@ -15,6 +15,19 @@ def bench(ctx: Any, input: dict[str, Any]) -> dict[str, Any]:
     return {"steps": input["steps"], "last": last}
 
 
+@workflow("bench-async")
+async def bench_async(ctx: Any, input: dict[str, Any]) -> dict[str, Any]:
+    """`bench` as an async def workflow with async steps (benchmarks/run.py --async)."""
+    last: dict[str, Any] = {}
+    for i in range(int(input["steps"])):
+
+        async def work(step: Any, i: int = i) -> dict[str, Any]:
+            return {"i": i, "ok": True}
+
+        last = await ctx.step(f"step-{i}", work)
+    return {"steps": input["steps"], "last": last}
+
+
 @workflow("bench-value")
 def bench_value(ctx: Any, input: dict[str, Any]) -> None:
     """Waits for the signal `publish` (key: its id), then publishes `ready`: what

@@ -244,3 +244,41 @@ def test_an_async_workflow_that_swallows_the_engines_interrupt_still_parks(defin
     wf.start("async-swallow", id="s-1")
     wf.drain()
     assert wf.get_status("s-1").status == "suspended"
+
+
+def test_an_async_step_past_its_timeout_fails_with_step_timeout_error(define):
+    async def slow(step):
+        await asyncio.sleep(3)
+        return "late"
+
+    @define("async-timeout")
+    async def timed(ctx, input):
+        return await ctx.step("slow", slow, timeout=0.2, retry={"attempts": 1})
+
+    wf.start("async-timeout", id="t-1")
+    wf.drain()
+    status = wf.get_status("t-1")
+    assert status.status == "failed"
+    assert status.error["cause"]["name"] == "StepTimeoutError", status.error
+
+
+def test_replay_checks_an_async_workflows_journal_against_its_code(define):
+    from django_workflows.errors import WorkflowNonDeterminismError
+    from django_workflows.testing import replay
+
+    @define("async-replayed")
+    async def replayed(ctx, input):
+        await ctx.step("one", lambda step: 1)
+        return await ctx.step("two", lambda step: 2)
+
+    @define("async-reordered")
+    async def reordered(ctx, input):
+        await ctx.step("two", lambda step: 2)
+        return await ctx.step("one", lambda step: 1)
+
+    wf.start("async-replayed", id="r-1")
+    wf.drain()
+    assert wf.get_status("r-1").status == "completed"
+    assert replay("r-1") is None
+    with pytest.raises(WorkflowNonDeterminismError):
+        replay("r-1", "async-reordered")
