@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import inspect
+import re
 from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
 from django.core.checks import Error, Tags, Warning, register
+from django.db import DEFAULT_DB_ALIAS
 from django.utils.module_loading import import_string
 
 from . import clock, codecs, middleware
-from .conf import get_settings
+from .conf import database_alias, get_settings
 from .models import KEY_LENGTH
 from .registry import registry
 from .retries import RetryPolicy
@@ -106,7 +109,8 @@ def _check_step_middleware(configured: Any) -> list[Any]:
 def check_definitions(app_configs: Any = None, **kwargs: Any) -> list[Any]:
     """E003: a workflow name longer than its column. E007: one schedule id declared by two
     workflows (a bad id, timing or option fails at the declaration, with a ValueError). E008: a
-    concurrency or rate-limit key on a workflow whose limits in force have no per-key limit."""
+    concurrency or rate-limit key on a workflow whose limits in force have no per-key limit.
+    W004: atomic steps in a workflow whose DATABASE is not "default"."""
 
     problems: list[Any] = []
     declared_by: dict[str, str] = {}
@@ -122,6 +126,7 @@ def check_definitions(app_configs: Any = None, **kwargs: Any) -> list[Any]:
                     )
                 )
         problems += _check_limit_keys(definition, registry.latest(definition.name))
+        problems += _check_atomic_steps(definition)
         if len(definition.name) > KEY_LENGTH:
             problems.append(
                 Error(
@@ -130,6 +135,34 @@ def check_definitions(app_configs: Any = None, **kwargs: Any) -> list[Any]:
                 )
             )
     return problems
+
+
+_ATOMIC = re.compile(r"\batomic\s*=\s*True\b")
+
+
+def _check_atomic_steps(definition: Any) -> list[Any]:
+    """W004 when the workflows' DATABASE is not "default" and the workflow's code (its function
+    or class, as `inspect` reads it) asks for `atomic=True`: an atomic step's transaction is on
+    the workflows' alias, so the business rows it covers must be there too."""
+    alias = database_alias()
+    if alias == DEFAULT_DB_ALIAS:
+        return []
+    try:
+        source = inspect.getsource(inspect.unwrap(definition.target or definition.run))
+    except (OSError, TypeError):  # no source to read (built at run time): nothing to say
+        return []
+    if not _ATOMIC.search(source):
+        return []
+    return [
+        Warning(
+            f"Workflow {definition.name!r} has atomic steps, and the workflows' DATABASE is "
+            f"{alias!r}: an atomic step's transaction covers only the writes on {alias!r}, "
+            "so writes on other databases inside it are not exactly-once.",
+            hint="Keep the business rows an atomic step writes on the DATABASE alias, or make "
+            "the step idempotent instead of atomic.",
+            id="django_workflows.W004",
+        )
+    ]
 
 
 @register(Tags.database)

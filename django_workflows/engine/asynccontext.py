@@ -90,6 +90,7 @@ class AsyncWorkflowContext:
         heartbeat_timeout: Duration | None = None,
         compensate: Callable[[Any, StepContext], Any] | None = None,
         compensate_retry: Any = None,
+        atomic: bool = False,
     ) -> Any:
         """Run `fn(step)` (async or sync) once and journal its result, as ctx.step() does."""
         return await call(
@@ -101,6 +102,7 @@ class AsyncWorkflowContext:
             heartbeat_timeout=heartbeat_timeout,
             compensate=None if compensate is None else in_thread(self._x, compensate),
             compensate_retry=compensate_retry,
+            atomic=atomic,
         )
 
     async def task(

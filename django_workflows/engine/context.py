@@ -73,6 +73,7 @@ class WorkflowContext:
         heartbeat_timeout: Duration | None = None,
         compensate: Callable[[Any, StepContext], Any] | None = None,
         compensate_retry: Any = None,
+        atomic: bool = False,
     ) -> Any:
         """Run `fn(step)` once and journal its result; later executions get the journaled result."""
         return steps.step(
@@ -84,6 +85,7 @@ class WorkflowContext:
             heartbeat_timeout=heartbeat_timeout,
             compensate=compensate,
             compensate_retry=compensate_retry,
+            atomic=atomic,
         )
 
     # -- time ----------------------------------------------------------------------------------

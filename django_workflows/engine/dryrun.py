@@ -83,6 +83,10 @@ class DryReplay(Runtime):
         """Never a write: what would write is past the frontier."""
         raise self.interrupted(ReplayEnd())
 
+    def write_here(self) -> store.LeaseFlags:
+        """Never a write (an atomic step's): past the frontier too."""
+        raise self.interrupted(ReplayEnd())
+
     def to_json(self, value: Any, what: str) -> Any:
         """`value` in its JSON form, without the database's size check: nothing is stored, and
         an export replays without a database."""

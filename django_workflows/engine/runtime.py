@@ -108,6 +108,11 @@ class Runtime(Stops):
             )
         )
 
+    def write_here(self) -> store.LeaseFlags:
+        """write() of the buffered entries on this thread's connection, not the execution's:
+        inside an atomic step's transaction, wherever the step runs (a gather branch too)."""
+        return self._write({}, None, {})
+
     def _write(
         self,
         changes: dict[str, Any],

@@ -13,6 +13,7 @@ from ..durations import Duration, parse_duration
 from ..jsonvalues import UnstorableValueError
 from ..models import JOURNAL_NAME_LENGTH
 from ..retries import default_retry
+from . import atomic as atomic_steps
 from . import journal
 from .attempts import attempt_failed, invoke
 from .compensations import register
@@ -51,6 +52,7 @@ def step(
     heartbeat_timeout: Duration | None,
     compensate: Callable[[Any, StepContext], Any] | None,
     compensate_retry: Any,
+    atomic: Any = False,
 ) -> Any:
     """ctx.step(): its journaled result, or its function run (and retried) and its result
     journaled. WorkflowDefinitionError for a missing name or function, or one that takes other
@@ -79,6 +81,7 @@ def step(
         if heartbeat_timeout is None
         else parse_duration(heartbeat_timeout, f'Step "{name}" heartbeat_timeout')
     )
+    atomic = atomic_steps.check(x, name, fn, atomic, timeout, heartbeat_timeout)
     position, entry = x.enter(name, "step")
     if entry is not None and entry["status"] == journal.COMPLETED:
         register(x, position, name, compensate, compensate_retry, entry["result"])
@@ -140,10 +143,26 @@ def step(
                 x.keep(name, running)
             step = StepContext(x, name, name, attempt, progress)
             try:
-                call: Callable[[], Any] = lambda step=step: fn(step)  # type: ignore[misc]  # noqa: E731
-                result = invoke(x, step, call, run_timeout, heartbeat)
-                refuse_coroutine(x, result, f'The function of step "{name}"')
-                result = x.to_json(result, f'The result of step "{name}"')
+                with atomic_steps.attempt(x, atomic):
+                    call: Callable[[], Any] = lambda step=step: fn(step)  # type: ignore[misc]  # noqa: E731
+                    result = invoke(x, step, call, run_timeout, heartbeat)
+                    refuse_coroutine(x, result, f'The function of step "{name}"')
+                    result = x.to_json(result, f'The result of step "{name}"')
+                    finished = x.now()
+                    x.record(
+                        name,
+                        position,
+                        **{
+                            **running,
+                            "status": journal.COMPLETED,
+                            "result": result,
+                            "finished_at": journal.timestamp(finished),
+                            "progress": None,
+                            **step.log.journaled(),
+                        },
+                    )
+                    if atomic:  # the completion commits with the function's writes
+                        atomic_steps.commit_entry(x)
             except BaseException as error:
                 if isinstance(error, errors.WorkflowInterrupt):
                     raise
@@ -170,19 +189,6 @@ def step(
                 if entry is None:
                     raise journal.step_failed(name, attempt, error, failed["error"]["traceback"])
                 continue
-            finished = x.now()
-            x.record(
-                name,
-                position,
-                **{
-                    **running,
-                    "status": journal.COMPLETED,
-                    "result": result,
-                    "finished_at": journal.timestamp(finished),
-                    "progress": None,
-                    **step.log.journaled(),
-                },
-            )
             x._emit(
                 "step-completed",
                 step=name,

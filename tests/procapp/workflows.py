@@ -82,3 +82,28 @@ def storm_order(ctx: Any, input: dict[str, Any]) -> str:
 def welcome(ctx: Any, input: dict[str, Any]) -> str:
     """Started by a Signup's post_save, in whichever process saves it (a web process too)."""
     return f"welcome {input['email']}"
+
+
+def charge_once(instance_id: str):
+    """An atomic step's function: a StepRun row for its attempt, and the order's Charge."""
+
+    def run(step: Any) -> Any:
+        StepRun.objects.create(
+            instance_id=instance_id, step="charge", pid=os.getpid(), started=time.time()
+        )
+        charge, created = Charge.objects.get_or_create(
+            key=step.idempotency_key, defaults={"order_id": instance_id}
+        )
+        if not created:
+            Charge.objects.filter(pk=charge.pk).update(requests=F("requests") + 1)
+        return {"charge": charge.pk, "pid": os.getpid()}
+
+    return run
+
+
+@workflow("atomic-order")
+def atomic_order(ctx: Any, input: dict[str, Any]) -> dict[str, Any]:
+    """One atomic step that writes the order's charge, then one that is not."""
+    charge = ctx.step("charge", charge_once(ctx.instance_id), atomic=True)
+    ctx.step("ship", lambda step: "shipped")
+    return charge

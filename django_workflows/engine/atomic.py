@@ -1,0 +1,95 @@
+"""Atomic steps (ctx.step(..., atomic=True)): the step's function runs inside
+`transaction.atomic(using=<the workflows' alias>)` on the thread that runs the step, and its
+journal entry is written in that same transaction, so the step's ORM writes on that alias and
+its "completed" commit together or not at all. A failed attempt, a lost lease or a killed
+worker rolls both back; the retry runs the function again on a clean slate.
+
+Only writes on the workflows' alias, made on the step's own thread, are covered: a call to
+another system inside the function is still at-least-once."""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import logging
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from django.db import Error, transaction
+
+from .. import errors
+from .interrupts import StoreFailed
+
+if TYPE_CHECKING:
+    from .runtime import Runtime
+
+logger = logging.getLogger("django_workflows")
+
+
+def check(
+    x: Runtime, name: str, fn: Callable[..., Any], atomic: Any, timeout: Any, heartbeat: Any
+) -> bool:
+    """`atomic` checked: WorkflowDefinitionError for a value that is not a bool, for an atomic
+    step with a timeout or heartbeat_timeout (a thread cannot be stopped inside a transaction)
+    and for an async def function (its ORM calls would run on another thread's connection)."""
+    if not isinstance(atomic, bool):
+        raise x._define_error(
+            errors.WorkflowDefinitionError(
+                f'Step "{name}": atomic must be True or False, got {atomic!r}.'
+            )
+        )
+    if not atomic:
+        return False
+    if timeout is not None or heartbeat is not None:
+        which = "timeout" if timeout is not None else "heartbeat_timeout"
+        raise x._define_error(
+            errors.WorkflowDefinitionError(
+                f'Step "{name}" is atomic and has a {which}: an atomic step runs inside a '
+                "database transaction on the workflow's own thread, which cannot be stopped "
+                f"part way. Drop the {which}, or make the step non-atomic."
+            )
+        )
+    if inspect.iscoroutinefunction(getattr(fn, "__wrapped__", fn)):
+        raise x._define_error(
+            errors.WorkflowDefinitionError(
+                f'Step "{name}" is atomic and its function is async def: its ORM calls would '
+                "run on another thread, outside the step's transaction. Make the function sync "
+                "(it runs on a thread, where the ORM works)."
+            )
+        )
+    return True
+
+
+@contextlib.contextmanager
+def attempt(x: Runtime, atomic: bool) -> Iterator[None]:
+    """The transaction of an atomic step's attempt (nothing for another step): whatever the
+    block raises rolls back the function's writes and the journal entry written in it. A
+    commit the database refuses is a fault, not the step's error: the execution stops
+    (StoreFailed) and runs again from its journal, where the attempt did not complete."""
+    if not atomic:
+        yield
+        return
+    done = False
+    try:
+        with transaction.atomic(using=x.using):
+            yield
+            done = True
+    except Error as error:
+        if not done:
+            raise  # the function's own database error: the attempt failed
+        logger.error(
+            "Instance %s: the database refused the commit of atomic step attempt (%s: %s); its "
+            "execution stops and runs again from its journal.",
+            x.instance.id,
+            type(error).__name__,
+            str(error).strip() or "no message",
+        )
+        x.stop_reason = x.stop_reason or "store-failed"
+        raise x.interrupted(StoreFailed(f"the commit of an atomic step: {error}")) from error
+
+
+def commit_entry(x: Runtime) -> None:
+    """Write the journal's buffered entries (the step's completion among them) now, on this
+    thread's connection, inside the step's transaction: fenced by the lease token, so a lease
+    lost meanwhile rolls the step's writes back too (LeaseLost)."""
+    x.write_here()
