@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 from django.db import Error, transaction
 
 from .. import errors
+from ..store.values import to_json as store_json
+from .faults import call_store
 from .interrupts import StoreFailed
 
 if TYPE_CHECKING:
@@ -86,6 +88,12 @@ def attempt(x: Runtime, atomic: bool) -> Iterator[None]:
         )
         x.stop_reason = x.stop_reason or "store-failed"
         raise x.interrupted(StoreFailed(f"the commit of an atomic step: {error}")) from error
+
+
+def to_json(x: Runtime, value: Any, what: str) -> Any:
+    """x.to_json() on this thread: the size check's read must not wait for the execution's
+    thread, which may itself wait for this transaction's lock (SQLite's one writer)."""
+    return call_store(x, lambda: store_json(value, what, using=x.using), "a size check")
 
 
 def commit_entry(x: Runtime) -> None:

@@ -147,7 +147,11 @@ def step(
                     call: Callable[[], Any] = lambda step=step: fn(step)  # type: ignore[misc]  # noqa: E731
                     result = invoke(x, step, call, run_timeout, heartbeat)
                     refuse_coroutine(x, result, f'The function of step "{name}"')
-                    result = x.to_json(result, f'The result of step "{name}"')
+                    what = f'The result of step "{name}"'
+                    if atomic:
+                        result = atomic_steps.to_json(x, result, what)
+                    else:
+                        result = x.to_json(result, what)
                     finished = x.now()
                     x.record(
                         name,
