@@ -4,7 +4,10 @@ putting "django_workflows.contrib.opentelemetry.middleware" in STEP_MIDDLEWARE.
 - start() stores the caller's trace context (the configured propagator's headers: W3C
   `traceparent`, `tracestate`) with the instance.
 - Each execution is a span, `workflow <name>` (kind CONSUMER), linked to the span that called
-  start(); its other events (sleeps, waits, signals, child starts...) are span events on it.
+  start(); its other events (suspensions, signals, child starts...) are span events on it.
+- A sleep and a wait are child spans of the execution that went past them, from when they began
+  (maybe days before, in an earlier execution) to when they ended; a child's start is a child
+  span too.
 - Each step attempt and compensation attempt is a child span, `step <name>` or `compensate
   <name>`; a failed one records its exception and has status ERROR.
 """
@@ -32,6 +35,15 @@ _NOT_SPAN_EVENTS = frozenset(
     {"workflow-started", "workflow-resumed", "step-completed", "step-failed"}
 )
 _PAYLOAD_KEYS = frozenset({"output", "value"})
+
+# The events that end a sleep, a wait or a child's start, each a child span of the execution:
+# its name and the data key that names it.
+_CHILD_SPANS = {
+    "sleep-completed": ("sleep", "sleep"),
+    "signal-received": ("wait", "wait"),
+    "signal-timed-out": ("wait", "wait"),
+    "child-started": ("start child", "child_workflow"),
+}
 
 # The execution span of each instance executing in this process, by instance id: a step
 # attempt's span is its child whichever thread runs it (a gather branch, a step's timeout).
@@ -143,7 +155,22 @@ def _add_span_event(sender: Any, event: WorkflowEvent, **kwargs: Any) -> None:
         for key, value in event.data.items()
         if key not in _PAYLOAD_KEYS and value is not None
     }
-    execution[0].add_event(event.type, attributes=attributes)
+    span, parent = execution
+    span.add_event(event.type, attributes=attributes)
+    child = _CHILD_SPANS.get(event.type)
+    if child is not None:
+        name, data_key = child
+        since = event.data.get("since") or event.at
+        trace.get_tracer(TRACER_NAME).start_span(
+            f"{name} {event.data[data_key]}",
+            context=parent,
+            start_time=_nanoseconds(since),
+            attributes={**attributes, "workflow.outcome": event.type},
+        ).end(end_time=_nanoseconds(event.at))
+
+
+def _nanoseconds(moment: Any) -> int:
+    return int(moment.timestamp() * 1_000_000_000)
 
 
 def _attribute(value: Any) -> str | bool | int | float:

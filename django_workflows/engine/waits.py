@@ -118,8 +118,14 @@ def sleep(x: Runtime, name: str, timer: TimerCondition) -> None:
             position,
             **{**entry, "status": journal.COMPLETED, "finished_at": journal.timestamp(x.now())},
         )
+        x._emit("sleep-completed", sleep=name, since=_since(entry), wake_at=due)
         return None
     x.suspend(wake_at=due)
+
+
+def _since(entry: dict[str, Any]) -> datetime | None:
+    """When the sleep or wait of `entry` began (the execution that first met it)."""
+    return journal.parse_timestamp(entry.get("started_at"))
 
 
 def wait_for_any(x: Runtime, name: str, conditions: dict[str, Any]) -> WaitOutcome:
@@ -205,7 +211,13 @@ def wait(x: Runtime, name: str, conditions: dict[str, Any], *, kind: str = "wait
                 "finished_at": journal.timestamp(now),
             },
         )
-        x._emit("signal-received", wait=name, signal=signal.name, signal_id=signal.id)
+        x._emit(
+            "signal-received",
+            wait=name,
+            signal=signal.name,
+            signal_id=signal.id,
+            since=_since(entry),
+        )
         return WaitOutcome(key, copy.deepcopy(signal.payload))
     if first_deadline is not None and now >= first_deadline:
         key = next(k for k, d in deadlines.items() if d == first_deadline)
@@ -220,7 +232,10 @@ def wait(x: Runtime, name: str, conditions: dict[str, Any], *, kind: str = "wait
             },
         )
         x._emit(
-            "signal-timed-out", wait=name, signal=[c.signal for c in signal_conditions.values()]
+            "signal-timed-out",
+            wait=name,
+            signal=[c.signal for c in signal_conditions.values()],
+            since=_since(entry),
         )
         return WaitOutcome(key, None)
     x.suspend(wake_at=first_deadline, waits=[(c.signal, c.key) for c in signal_conditions.values()])

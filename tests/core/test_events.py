@@ -47,6 +47,7 @@ def test_a_delivered_order_emits_its_events_in_order(world, workflow_clock, even
         workflow_clock.now(),
     )
 
+    started = workflow_clock.now()  # the wait began in the first execution
     events.clear()
     sent = wf.signal("shipment.delivered", {"trackingNumber": "T"}, key="71e1973d")
     wf.drain()
@@ -62,12 +63,22 @@ def test_a_delivered_order_emits_its_events_in_order(world, workflow_clock, even
         "wait": "await-delivery",
         "signal": "shipment.delivered",
         "signal_id": sent.signal_id,
+        "since": started,
     }
 
     events.clear()
+    slept_from = workflow_clock.now()
     workflow_clock.advance("7d")
     wf.drain()
-    assert types(events) == ["workflow-resumed", "step-completed", "workflow-completed"]
+    assert types(events) == [
+        "workflow-resumed",
+        "sleep-completed",
+        "step-completed",
+        "workflow-completed",
+    ]
+    slept = events[1].data
+    assert slept["since"] == slept_from
+    assert slept["wake_at"] == slept_from + timedelta(days=7)
     assert events[-1].data["output"] == {"charge_id": "ch_1", "tracking_number": "T"}
 
 

@@ -106,7 +106,7 @@ def test_a_compensation_is_a_span_and_a_failed_instance_an_error(define, spans):
     assert "workflow-compensating" in [event.name for event in execution.events]
 
 
-def test_sleeps_waits_and_child_starts_are_span_events_of_the_execution(
+def test_sleeps_waits_and_child_starts_are_events_and_child_spans_of_the_execution(
     define, spans, workflow_clock
 ):
     @define("otel-child")
@@ -135,10 +135,39 @@ def test_sleeps_waits_and_child_starts_are_span_events_of_the_execution(
     assert [event.name for event in second.events][-1] == "workflow-suspended"
     assert "workflow.waits" in second.events[-1].attributes
     assert "signal-received" in [event.name for event in third.events]
+    # A child's start, a sleep and a wait are child spans of the execution that went past them,
+    # from when they began to when they ended, on the engine's clock.
+    [start_child] = by_name(spans(), "start child otel-child")
+    assert start_child.parent.span_id == first.context.span_id
+    assert start_child.attributes["workflow.child"] == "otel-child-1"
+    [nap] = by_name(spans(), "sleep nap")
+    assert nap.parent.span_id == second.context.span_id
+    assert nap.end_time - nap.start_time == 3600 * 10**9
+    assert nap.attributes["workflow.outcome"] == "sleep-completed"
+    [payment] = by_name(spans(), "wait payment")
+    assert payment.parent.span_id == third.context.span_id
+    assert payment.attributes["workflow.signal"] == "paid"
+    assert payment.attributes["workflow.outcome"] == "signal-received"
+    assert payment.start_time == nap.end_time
     # The child's execution links to the parent's execution span, which started it.
     [child_execution] = by_name(spans(), "workflow otel-child")
     [link] = child_execution.links
     assert link.context.span_id == first.context.span_id
+
+
+def test_a_wait_whose_timer_won_is_a_span_that_says_so(define, spans, workflow_clock):
+    @define("otel-timeout-wait")
+    def run(ctx, input):
+        return ctx.wait_for_signal("approval", "approved", key="otel-tw-1", timeout="2h")
+
+    wf.start("otel-timeout-wait", None, id="otel-tw-1")
+    wf.drain()
+    assert by_name(spans(), "wait approval") == []  # still waiting: no span yet
+    workflow_clock.advance("2h")
+    wf.drain()
+    [approval] = by_name(spans(), "wait approval")
+    assert approval.attributes["workflow.outcome"] == "signal-timed-out"
+    assert approval.end_time - approval.start_time == 2 * 3600 * 10**9
 
 
 def test_the_first_execution_links_to_the_span_that_called_start(define, spans, tracer):
