@@ -19,8 +19,9 @@ from django.db import Error, transaction
 
 from .. import errors
 from ..store.values import to_json as store_json
+from . import journal
 from .faults import call_store
-from .interrupts import StoreFailed
+from .interrupts import HandBack, StoreFailed
 
 if TYPE_CHECKING:
     from .runtime import Runtime
@@ -65,9 +66,13 @@ def check(
 @contextlib.contextmanager
 def attempt(x: Runtime, atomic: bool) -> Iterator[None]:
     """The transaction of an atomic step's attempt (nothing for another step): whatever the
-    block raises rolls back the function's writes and the journal entry written in it. A
-    commit the database refuses is a fault, not the step's error: the execution stops
-    (StoreFailed) and runs again from its journal, where the attempt did not complete."""
+    block raises rolls back the function's writes and the journal entry written in it.
+
+    A fault of the engine's own (the database refused the completion's write inside the
+    transaction, or its commit) is not the step's error: the execution hands the instance
+    back, due at once, and it runs again from its journal, where the attempt did not complete
+    (its rows went with the transaction). The function's own database errors fail the
+    attempt, as any exception does."""
     if not atomic:
         yield
         return
@@ -76,18 +81,43 @@ def attempt(x: Runtime, atomic: bool) -> Iterator[None]:
         with transaction.atomic(using=x.using):
             yield
             done = True
+    except StoreFailed as failed:
+        if x.stop_reason is not None:
+            raise  # the lease is lost or about to end: the execution stops without writing
+        raise _hand_back(x, "the write of its completion", failed) from failed
     except Error as error:
         if not done:
             raise  # the function's own database error: the attempt failed
-        logger.error(
-            "Instance %s: the database refused the commit of atomic step attempt (%s: %s); its "
-            "execution stops and runs again from its journal.",
-            x.instance.id,
-            type(error).__name__,
-            str(error).strip() or "no message",
-        )
-        x.stop_reason = x.stop_reason or "store-failed"
-        raise x.interrupted(StoreFailed(f"the commit of an atomic step: {error}")) from error
+        raise _hand_back(x, "the commit", error) from error
+
+
+def _hand_back(x: Runtime, what: str, error: BaseException) -> BaseException:
+    logger.error(
+        "Instance %s: the database refused %s of an atomic step's attempt (%s); the step's "
+        "writes were rolled back, and the instance is handed back to run again from its "
+        "journal.",
+        x.instance.id,
+        what,
+        str(error).strip() or type(error).__name__,
+    )
+    x.stop_reason = "hand-back"
+    return x.interrupted(HandBack())
+
+
+def forget_attempt(
+    x: Runtime,
+    name: str,
+    position: Any,
+    entry: dict[str, Any] | None,
+    running: dict[str, Any],
+) -> None:
+    """After a fault rolled an atomic attempt back (stop reason "hand-back"): the attempt did
+    not happen, so its journaled start goes back to what it was before it, with the hand-back's
+    write; else the next execution would count it as an attempt that stopped with its worker."""
+    if x.stop_reason != "hand-back":
+        return
+    before = entry if entry is not None else {**running, "status": journal.PENDING, "attempt": 0}
+    x.record(name, position, **before)
 
 
 def to_json(x: Runtime, value: Any, what: str) -> Any:

@@ -168,6 +168,8 @@ class Execution(Runtime):
             self.write(**self._handing_back(self.now()))
         except LeaseLost:
             return "lease-lost"
+        except StoreFailed:
+            return "store-failed"  # the lease runs out: another worker runs it then
         logger.info("Instance %s handed back for another worker.", self.instance.id)
         return "handed-back"
 

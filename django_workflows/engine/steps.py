@@ -169,6 +169,8 @@ def step(
                         atomic_steps.commit_entry(x)
             except BaseException as error:
                 if isinstance(error, errors.WorkflowInterrupt):
+                    if atomic:
+                        atomic_steps.forget_attempt(x, name, position, entry, running)
                     raise
                 if not isinstance(error, Exception):  # SystemExit, KeyboardInterrupt...
                     x.escaped = x.escaped or error

@@ -46,7 +46,8 @@ class Stops(Replay):
             instance.cancel_requested, instance.terminate_requested, instance.cancel_reason
         )
         self.suspension = Suspension()
-        # "shutdown" or "lease-lost", set by the worker; "store-failed" by faults.call_store.
+        # "shutdown" or "lease-lost", set by the worker; "store-failed" by faults.call_store;
+        # "hand-back" by an atomic step whose transaction a database fault rolled back.
         self.stop_reason: str | None = None
         # A BaseException that is not an Exception (SystemExit...) raised by a step: the attempt
         # failed; drain() raises it again once the instance is released.
@@ -72,7 +73,7 @@ class Stops(Replay):
             stop = Cancel(flags.terminate_requested)
         elif deadline is not None and self.now() >= deadline:
             stop = RunTimeout()
-        elif self.stop_reason == "shutdown":
+        elif self.stop_reason in ("shutdown", "hand-back"):
             raise self.interrupted(HandBack())
         if stop is None:
             return

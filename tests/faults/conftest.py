@@ -20,6 +20,9 @@ def lock_waiters() -> list[int]:
     """The connections to the test database that wait for a lock (not this one)."""
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
+            # Inside a transaction the statistics views keep the snapshot of their first read:
+            # drop it, or a waiter that came after that read is never seen.
+            cursor.execute("SELECT pg_stat_clear_snapshot()")
             cursor.execute(
                 "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
                 "AND pid <> pg_backend_pid() AND wait_event_type = 'Lock' "
