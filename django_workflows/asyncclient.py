@@ -79,11 +79,7 @@ async def aresult(id: str, *, timeout: Duration | None = None, using: str | None
         except WorkflowResultTimeoutError:  # not ended yet
             waited = time.monotonic() - started
             if limit is not None and waited >= limit:
-                raise WorkflowResultTimeoutError(
-                    f"Instance {id!r} did not end within {limit:g}s; it keeps running.",
-                    instance_id=id,
-                    timeout=limit,
-                ) from None
+                raise client.result_timeout(id, limit) from None
         await asyncio.sleep(pause if limit is None else max(0.0, min(pause, limit - waited)))
         pause = min(pause * 2, 1.0)
 

@@ -308,15 +308,20 @@ def result(id: str, *, timeout: Duration | None = None, using: str | None = None
                 )
             waited = time.monotonic() - started
             if limit is not None and waited >= limit:
-                raise WorkflowResultTimeoutError(
-                    f"Instance {id!r} did not end within {limit:g}s; it keeps running.",
-                    instance_id=id,
-                    timeout=limit,
-                )
+                raise result_timeout(id, limit)
             if listen():  # from the first wait on: on PostgreSQL, a NOTIFY at its end wakes it
                 store.mark_awaited(using, id)
             wakeups.wait_for_end(id, pause if limit is None else min(pause, limit - waited))
             pause = min(pause * 2, 1.0)
+
+
+def result_timeout(id: str, limit: float) -> WorkflowResultTimeoutError:
+    """The error of result() and aresult() waiting `limit` seconds for an instance that runs on."""
+    return WorkflowResultTimeoutError(
+        f"Instance {id!r} did not end within {limit:g}s; it keeps running.",
+        instance_id=id,
+        timeout=limit,
+    )
 
 
 def start_and_wait(
