@@ -11,6 +11,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from ..models import KEY_LENGTH
+from . import atomic as atomic_steps
 from .journal import FORK_ENTRY, run_key
 from .steplog import StepLogger
 
@@ -29,6 +30,8 @@ class StepContext:
         attempt: int,
         progress: Any,
         reason: BaseException | None = None,
+        *,
+        atomic: bool = False,
     ):
         self._execution = execution
         self._name = name
@@ -44,6 +47,7 @@ class StepContext:
         self.attempt = attempt
         self.progress = progress
         self.reason = reason
+        self.atomic = atomic
         self.cancelled = threading.Event()
         self.last_beat = time.monotonic()
         self._places: Counter[tuple[Any, ...]] = Counter()
@@ -86,10 +90,19 @@ class StepContext:
     def heartbeat(self, progress: Any = None) -> None:
         """Journal a checkpoint (the next attempt gets it as `progress`) and renew heartbeat_timeout."""
         self.last_beat = time.monotonic()
-        if progress is not None:
-            progress = self._execution.to_json(progress, f'The progress of step "{self._name}"')
-            self.progress = progress
-            self._execution.checkpoint(self._entry_name, progress)
+        if progress is None:
+            return
+        what = f'The progress of step "{self._name}"'
+        if self.atomic:
+            # Kept in memory only: a checkpoint of writes that a failed attempt rolls back would
+            # tell the next attempt of work that is not there (and writing it on the execution's
+            # thread would wait for this transaction's locks). The next attempt gets the
+            # progress the step had before this one.
+            self.progress = atomic_steps.to_json(self._execution, progress, what)
+            return
+        progress = self._execution.to_json(progress, what)
+        self.progress = progress
+        self._execution.checkpoint(self._entry_name, progress)
 
 
 def _digest(*parts: Any) -> str:

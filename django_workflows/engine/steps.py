@@ -141,7 +141,7 @@ def step(
                 x.check_interrupts(name, entry)
             with x._lock:
                 x.keep(name, running)
-            step = StepContext(x, name, name, attempt, progress)
+            step = StepContext(x, name, name, attempt, progress, atomic=atomic)
             try:
                 with atomic_steps.attempt(x, atomic):
                     call: Callable[[], Any] = lambda step=step: fn(step)  # type: ignore[misc]  # noqa: E731
@@ -183,7 +183,8 @@ def step(
                     **running,
                     "error": attempt_error(error),
                     "finished_at": journal.timestamp(now),
-                    "progress": step.progress,
+                    # An atomic attempt's checkpoints went with its rolled-back writes.
+                    "progress": progress if atomic else step.progress,
                     **step.log.journaled(),
                 }
                 gives_up = (

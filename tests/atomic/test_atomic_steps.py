@@ -218,3 +218,38 @@ def test_an_async_function_for_an_atomic_step_is_refused(define):
     assert status.status == "failed"
     assert status.error["name"] == "WorkflowDefinitionError"
     assert "async def" in status.error["message"]
+
+
+def test_an_atomic_steps_heartbeat_keeps_its_progress_with_the_attempt(define):
+    """step.heartbeat(progress) in an atomic step writes nothing outside its transaction: the
+    attempt sees its own progress, a failed attempt's goes with its rolled-back rows, and it
+    never waits for the execution's thread (a gather branch on SQLite would, for the write
+    lock the branch's own transaction holds)."""
+    seen: list = []
+
+    def pack(step):
+        seen.append((step.attempt, step.progress))
+        Charge.objects.create(key=f"{step.idempotency_key}:{step.attempt}", order_id="at-hb")
+        step.heartbeat({"packed": step.attempt})
+        assert step.progress == {"packed": step.attempt}
+        if step.attempt == 1:
+            raise RuntimeError("the scale is offline")
+        return "packed"
+
+    @define("atomic-heartbeat")
+    def gathered(ctx, input):
+        return ctx.gather(
+            lambda: ctx.step("pack", pack, atomic=True, retry=NO_WAIT),
+            lambda: ctx.step("label", lambda step: "labelled", atomic=True),
+        )
+
+    wf.start("atomic-heartbeat", None, id="at-hb")
+    for _ in range(3):
+        wf.drain()
+    status = wf.get_status("at-hb")
+    assert status.status == "completed", status.error
+    assert status.output == ["packed", "labelled"]
+    assert seen == [(1, None), (2, None)]  # the failed attempt's progress went with its rows
+    assert list(Charge.objects.filter(order_id="at-hb").values_list("key", flat=True)) == [
+        "at-hb:pack:2"
+    ]
