@@ -4,7 +4,9 @@ failure."""
 from __future__ import annotations
 
 import copy
+import functools
 import inspect
+import types
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -29,17 +31,44 @@ if TYPE_CHECKING:
 def _check_arguments(x: Any, fn: Callable[..., Any], count: int, what: str, like: str) -> None:
     """WorkflowDefinitionError unless `fn` can be called with `count` positional arguments: a
     `lambda: ...` for a step would otherwise fail every attempt with a TypeError."""
-    try:
-        inspect.signature(fn).bind(*([None] * count))
-    except TypeError as error:
+    if isinstance(fn, types.FunctionType) and not hasattr(fn, "__wrapped__"):
+        # A step's lambda is a new function at every call, with the same code: read the
+        # signature once per code object and defaults, not at every step.
+        problem = _binds_code(
+            fn.__code__, len(fn.__defaults__ or ()), tuple(fn.__kwdefaults__ or ()), count
+        )
+    else:
+        problem = _binds(fn, count)
+    if problem is not None:
         raise x._define_error(
             errors.WorkflowDefinitionError(
                 f"{what} must take {count} argument{'s' if count > 1 else ''} ({like}): "
-                f"{getattr(fn, '__qualname__', fn)!r} cannot ({error})."
+                f"{getattr(fn, '__qualname__', fn)!r} cannot ({problem})."
             )
-        ) from None
-    except ValueError:  # no signature to read (some builtins): let it run
+        )
+
+
+def _binds(fn: Callable[..., Any], count: int) -> str | None:
+    """Why `fn` cannot take `count` positional arguments, or None when it can (or when it has
+    no signature to read, as some builtins: then let it run)."""
+    try:
+        inspect.signature(fn).bind(*([None] * count))
+    except TypeError as error:
+        return str(error)
+    except ValueError:
         pass
+    return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _binds_code(
+    code: types.CodeType, defaults: int, kwdefaults: tuple[str, ...], count: int
+) -> str | None:
+    """_binds() of any function with this code and these defaults (their values do not matter)."""
+    closure = tuple(types.CellType() for _ in code.co_freevars) or None
+    function = types.FunctionType(code, {}, None, (None,) * defaults or None, closure)
+    function.__kwdefaults__ = dict.fromkeys(kwdefaults) or None
+    return _binds(function, count)
 
 
 def step(

@@ -129,3 +129,34 @@ def test_ctx_inside_a_step_that_runs_in_a_thread_of_its_own_is_named_as_inside_a
     instance = wf.get_status("timed-ctx")
     assert (instance.status, instance.error["name"]) == ("failed", "WorkflowDefinitionError")
     assert "inside a step's function" in instance.error["message"]
+
+
+@pytest.mark.parametrize(
+    ("make", "fits"),
+    [
+        (lambda seen: lambda step: seen, True),
+        (lambda seen: lambda step, extra=None: seen, True),
+        (lambda seen: lambda *args: seen, True),
+        (lambda seen: lambda: seen, False),
+        (lambda seen: lambda step, more: seen, False),
+        (lambda seen: lambda step, *, key: seen, False),
+    ],
+)
+def test_a_step_functions_arguments_are_checked_the_same_at_every_call(define, make, fits):
+    """The check reads a lambda's signature once per code object: the second instance, whose
+    lambdas are new functions with the same code, is checked as the first."""
+
+    @define("arity")
+    def run(ctx, input):
+        return ctx.step("s", make(input))
+
+    for id in ("arity-1", "arity-2"):
+        wf.start("arity", id, id=id)
+        wf.drain()
+        status = wf.get_status(id)
+        if fits:
+            assert (status.status, status.output) == ("completed", id)
+        else:
+            assert status.status == "failed"
+            assert status.error["name"] == "WorkflowDefinitionError"
+            assert "must take 1 argument" in status.error["message"]
