@@ -3,6 +3,8 @@ database's write lock first; the ORM's generic paths for everything else."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import django
 from django.core.checks import CheckMessage, Warning
 
@@ -17,7 +19,11 @@ class SQLiteBackend(Backend):
     serializes_writes = True
 
     def check(self) -> list[CheckMessage]:
-        """W001: transactions that do not take the write lock at their start."""
+        """W001: transactions that do not take the write lock at their start. W005: a database
+        file not in WAL mode."""
+        return self._check_transaction_mode() + self._check_journal_mode()
+
+    def _check_transaction_mode(self) -> list[CheckMessage]:
         mode = self.connection.settings_dict.get("OPTIONS", {}).get("transaction_mode")
         if django.VERSION < (5, 1) or mode == "IMMEDIATE":
             return []
@@ -28,6 +34,31 @@ class SQLiteBackend(Backend):
                 f'with "database is locked" when two of them upgrade a read to a write at once.',
                 hint='Set "OPTIONS": {"transaction_mode": "IMMEDIATE", "timeout": 20}.',
                 id="django_workflows.W001",
+            )
+        ]
+
+    def _check_journal_mode(self) -> list[CheckMessage]:
+        connection: Any = self.connection  # the SQLite DatabaseWrapper
+        if connection.is_in_memory_db():
+            return []  # one connection's database: nobody to share the file with
+        with connection.cursor() as cursor:
+            cursor.execute("PRAGMA journal_mode")
+            mode = str(cursor.fetchone()[0]).lower()
+        if mode == "wal":
+            return []
+        if django.VERSION >= (5, 1):
+            how = 'add "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL" to '
+            how += "its OPTIONS"
+        else:
+            how = "run PRAGMA journal_mode=WAL and PRAGMA synchronous=NORMAL from a "
+            how += "connection_created receiver"
+        return [
+            Warning(
+                f"The workflow database {self.alias!r} is SQLite in journal mode {mode!r}, not "
+                f"WAL: every commit then waits for the disk and readers wait for writers, so the "
+                f"worker drains several times slower and the web process's reads stall.",
+                hint=f"{how[0].upper()}{how[1:]} (see the how-to guide 'Run the worker').",
+                id="django_workflows.W005",
             )
         ]
 
