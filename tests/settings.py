@@ -61,15 +61,23 @@ TEMPLATES = [
 ]
 
 
+SQLITE_PRAGMAS = "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL"
+"""What every connection to the SQLite file runs first (OPTIONS["init_command"], Django 5.1+)."""
+
+
 def database_from_environment() -> dict[str, Any]:
     """The `default` database for the DB environment variable."""
     vendor = os.environ.get("DB", "sqlite") or "sqlite"
     if vendor == "sqlite":
         # A file, not :memory:: tests run real threads, each with its own connection.
         path = str(Path(tempfile.gettempdir()) / "django_workflows_test.sqlite3")
+        # The documented set-up (docs/how-to/run-the-worker.md): WAL, synchronous=NORMAL,
+        # IMMEDIATE transactions and a busy timeout; Django 4.2 gets the pragmas from
+        # tests.testapp's connection_created receiver instead of init_command.
         options: dict[str, Any] = {"timeout": 30}
         if django.VERSION >= (5, 1):
             options["transaction_mode"] = "IMMEDIATE"
+            options["init_command"] = SQLITE_PRAGMAS
         return {
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": path,

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from django.db import transaction
 from django.db.models import Case, F, Max, Q, Value, When
 
 from ..errors import WorkflowPayloadError
@@ -91,7 +90,7 @@ def claim(
     )
     if fast is not NotImplemented:
         return _decoded(Claim(fast[0], fast[1], _journals(using, fast[0], first_journals)))
-    with transaction.atomic(using=using):
+    with backend(using).write_transaction():
         backend(using).take_write_lock()
         if concurrency or rates:
             ids = limits.pick(

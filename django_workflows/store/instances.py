@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from django.db import transaction
 from django.db.models import Case, F, Q, Value, When
 
 from ..attributes import Condition, Stored
@@ -87,7 +86,7 @@ def create_instance(
     attributes and first journal `entries` (decoded documents: the headers start() stores);
     return the stored one and whether this call created it. Atomic per id: of two concurrent
     calls, one creates (and an existing instance keeps the tags it has)."""
-    with transaction.atomic(using=using, savepoint=False):
+    with backend(using).write_transaction(savepoint=False):
         backend(using).take_write_lock()
         instance.signal_cursor = last_signal_id(using)
         created = backend(using).insert_ignore(instance)
@@ -231,7 +230,7 @@ def renew(using: str, leases: list[tuple[str, str]], lease_until: datetime) -> R
     held = functools.reduce(operator.or_, (Q(pk=id, lease_token=token) for id, token in leases))
     rows = WorkflowInstance.objects.using(using)
     backend(using).read_committed_next()
-    with transaction.atomic(using=using):
+    with backend(using).write_transaction():
         backend(using).take_write_lock()
         locked = rows.filter(held).select_for_update(skip_locked=True)
         ids = list(locked.values_list("id", flat=True))
@@ -260,7 +259,7 @@ def renew_once_unlocked(
     Queued behind that lock, the renewal takes the row before a claim can once it is released:
     a claim's SKIP LOCKED passes over a row whose lock another transaction waits for."""
     rows = WorkflowInstance.objects.using(using)
-    with transaction.atomic(using=using):
+    with backend(using).write_transaction():
         backend(using).take_write_lock()
         backend(using).await_row_lock(id)
         found = (
@@ -289,7 +288,7 @@ def write(using: str, id: str, token: str, write: InstanceWrite) -> LeaseFlags |
         if fast is None:
             return None
         return LeaseFlags(fast[0], fast[1], payloads.decode_reason(id, fast[2]))
-    with transaction.atomic(using=using):
+    with backend(using).write_transaction():
         backend(using).take_write_lock()
         if write.signal is not None:
             backend(using).lock_signals(shared=False)

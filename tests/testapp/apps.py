@@ -1,4 +1,20 @@
+from __future__ import annotations
+
+from typing import Any
+
+import django
 from django.apps import AppConfig
+from django.db.backends.signals import connection_created
+
+
+def sqlite_pragmas(sender: Any, connection: Any, **kwargs: Any) -> None:
+    """Django 4.2 has no OPTIONS["init_command"] for SQLite: run the tests' pragmas here."""
+    if connection.vendor == "sqlite":
+        from tests.settings import SQLITE_PRAGMAS
+
+        with connection.cursor() as cursor:
+            for pragma in SQLITE_PRAGMAS.split(";"):
+                cursor.execute(pragma)
 
 
 class TestAppConfig(AppConfig):
@@ -7,3 +23,7 @@ class TestAppConfig(AppConfig):
     name = "tests.testapp"
     label = "testapp"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        if django.VERSION < (5, 1):
+            connection_created.connect(sqlite_pragmas, dispatch_uid="tests-sqlite-pragmas")

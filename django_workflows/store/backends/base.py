@@ -12,11 +12,12 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from django.apps import apps
 from django.core.checks import CheckMessage
-from django.db import connections
+from django.db import connections, transaction
 from django.db.models import Model, Q
 from django.db.models.constants import OnConflict
 from django.db.models.fields import AutoFieldMixin
@@ -77,6 +78,11 @@ class Backend:
     def check(self) -> list[CheckMessage]:
         """The system checks of this database (manage.py check --database)."""
         return []
+
+    def write_transaction(self, *, savepoint: bool = True) -> AbstractContextManager[Any]:
+        """A store transaction on this alias: transaction.atomic(), and on SQLite the
+        process's turn to write first (see SQLiteBackend.write_transaction)."""
+        return transaction.atomic(using=self.alias, savepoint=savepoint)
 
     # Locks, each held until the end of the current transaction.
 

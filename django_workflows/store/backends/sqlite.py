@@ -3,11 +3,22 @@ database's write lock first; the ORM's generic paths for everything else."""
 
 from __future__ import annotations
 
+import contextlib
+import threading
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
 import django
 from django.core.checks import CheckMessage, Warning
+from django.db import OperationalError, transaction
+from django.db.models.constants import OnConflict
 
-from ...models import StoreLock
+from ...models import FINISHED, JournalEntry, Signal, Status, StoreLock, WorkflowInstance
 from .base import Backend
+from .writes import UNSET, fast_writable, write_changes
+
+if TYPE_CHECKING:
+    from ..instances import InstanceWrite
 
 
 class SQLiteBackend(Backend):
@@ -16,8 +27,45 @@ class SQLiteBackend(Backend):
 
     serializes_writes = True
 
+    def __init__(self, alias: str) -> None:
+        super().__init__(alias)
+        self._writer = threading.Lock()
+
+    @contextlib.contextmanager
+    def write_transaction(self, *, savepoint: bool = True) -> Iterator[None]:
+        """A store transaction that first waits for this process's turn to write.
+
+        SQLite lets one connection write at a time, and a connection that finds the write lock
+        taken sleeps in SQLite's busy handler, in growing steps (up to 100 ms) whatever the
+        moment the lock is released: with the worker's threads all writing, they spent most of
+        their time asleep there (docs/discussions/performance.md). Queued on a lock of the
+        process, a thread starts the moment the previous one commits. Its wait is bounded by the
+        busy timeout too (OPTIONS["timeout"], 5 s by default), and then fails as SQLite would.
+        A transaction nested in one already open is that one's (a savepoint): it waits for
+        nothing.
+        """
+        if self.connection.in_atomic_block:
+            with transaction.atomic(using=self.alias, savepoint=savepoint):
+                yield
+            return
+        timeout = float(self.connection.settings_dict.get("OPTIONS", {}).get("timeout", 5))
+        if not self._writer.acquire(timeout=timeout):
+            raise OperationalError(
+                f"database is locked: no turn to write on {self.alias!r} within the busy "
+                f"timeout ({timeout:g} s) while another thread of this process wrote"
+            )
+        try:
+            with transaction.atomic(using=self.alias, savepoint=savepoint):
+                yield
+        finally:
+            self._writer.release()
+
     def check(self) -> list[CheckMessage]:
-        """W001: transactions that do not take the write lock at their start."""
+        """W001: transactions that do not take the write lock at their start. W005: a database
+        file not in WAL mode."""
+        return self._check_transaction_mode() + self._check_journal_mode()
+
+    def _check_transaction_mode(self) -> list[CheckMessage]:
         mode = self.connection.settings_dict.get("OPTIONS", {}).get("transaction_mode")
         if django.VERSION < (5, 1) or mode == "IMMEDIATE":
             return []
@@ -28,6 +76,151 @@ class SQLiteBackend(Backend):
                 f'with "database is locked" when two of them upgrade a read to a write at once.',
                 hint='Set "OPTIONS": {"transaction_mode": "IMMEDIATE", "timeout": 20}.',
                 id="django_workflows.W001",
+            )
+        ]
+
+    def fast_write(self, id: str, token: str, write: InstanceWrite) -> Any:
+        """Three statements in one transaction, at this process's turn to write: read the
+        flags by the lease token, upsert the journal entries (the guarded ones only while no
+        cancel or terminate is requested), update; without the ORM's query building, which
+        the one writer at a time otherwise spends holding the database's write lock."""
+        if not fast_writable(write):
+            return NotImplemented
+        connection = self.connection
+        instances = WorkflowInstance._meta
+        journal = JournalEntry._meta
+        changes, wake_at = write_changes(write)
+        with self.write_transaction(), connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT cancel_requested, terminate_requested, cancel_reason, awaited FROM "
+                f"{instances.db_table} WHERE id = %s AND lease_token = %s",
+                [id, token],
+            )
+            row = cursor.fetchone()
+            if row is None:
+                return None
+            cancel_requested, terminate_requested = bool(row[0]), bool(row[1])
+            entries = dict(write.entries)
+            if not (cancel_requested or terminate_requested):
+                entries.update(write.guarded_entries)
+            if entries:
+                fields = [journal.get_field(name) for name in ("instance", "name", "document")]
+                document = journal.get_field("document")
+                suffix = connection.ops.on_conflict_suffix_sql(
+                    fields, OnConflict.UPDATE, [document.column], ["instance_id", "name"]
+                )
+                cursor.execute(
+                    f"INSERT INTO {journal.db_table} (instance_id, name, document) VALUES "
+                    + ", ".join(["(%s, %s, %s)"] * len(entries))
+                    + f" {suffix}",
+                    [
+                        value
+                        for name, entry in entries.items()
+                        for value in (id, name, document.get_db_prep_save(entry, connection))
+                    ],
+                )
+            if wake_at is not UNSET:
+                changes["wake_at"] = write.now if cancel_requested else wake_at
+            if changes:
+                columns = [instances.get_field(name) for name in changes]
+                cursor.execute(
+                    f"UPDATE {instances.db_table} SET "
+                    + ", ".join(f"{field.column} = %s" for field in columns)  # type: ignore[union-attr]
+                    + " WHERE id = %s",
+                    [
+                        field.get_db_prep_save(value, connection)  # type: ignore[union-attr]
+                        for field, value in zip(columns, changes.values(), strict=True)
+                    ]
+                    + [id],
+                )
+            if row[3] and (write.announce or changes.get("status") in FINISHED):
+                self.notify_ended(id)
+            return cancel_requested, terminate_requested, row[2]
+
+    def fast_claim(
+        self,
+        *,
+        owner: str,
+        token: str,
+        now: Any,
+        lease_until: Any,
+        limit: int,
+        workflows: list[tuple[str, int]],
+        queues: list[str] | None = None,
+    ) -> Any:
+        """Four statements in one transaction, at this process's turn to write: pick the due
+        candidates in claim order, lease them, read the last signal id and the leased rows
+        back; the write lock, not row locks, keeps two claims from leasing one instance."""
+        connection = self.connection
+        table = WorkflowInstance._meta.db_table
+        adapt = connection.ops.adapt_datetimefield_value
+        pairs = " OR ".join("(workflow = %s AND version = %s)" for _ in workflows)
+        params: list[Any] = [adapt(now), adapt(now)]
+        of_queues = ""
+        if queues is not None:
+            of_queues = f"AND queue IN ({', '.join(['%s'] * len(queues))}) "
+            params += queues
+        for name, version in workflows:
+            params += [name, version]
+        with self.write_transaction(), connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT id FROM {table} WHERE wake_at <= %s "
+                f"AND (lease_until IS NULL OR lease_until < %s) {of_queues}AND ({pairs}) "
+                f"ORDER BY priority, wake_at, created_at, id LIMIT %s",
+                [*params, limit],
+            )
+            ids = [row[0] for row in cursor.fetchall()]
+            if not ids:
+                return [], 0
+            marks = ", ".join(["%s"] * len(ids))
+            cursor.execute(
+                f"UPDATE {table} SET lease_token = %s, lease_owner = %s, lease_until = %s, "
+                f"runs = runs + 1, updated_at = %s, "
+                f"status = CASE WHEN status = %s THEN status ELSE %s END WHERE id IN ({marks})",
+                [
+                    token,
+                    owner,
+                    adapt(lease_until),
+                    adapt(now),
+                    Status.COMPENSATING,
+                    Status.RUNNING,
+                    *ids,
+                ],
+            )
+            cursor.execute(f"SELECT COALESCE(MAX(id), 0) FROM {Signal._meta.db_table}")
+            last = int(cursor.fetchone()[0])
+            columns = ", ".join(str(f.column) for f in WorkflowInstance._meta.concrete_fields)
+            claimed = list(
+                WorkflowInstance.objects.using(self.alias).raw(
+                    f"SELECT {columns} FROM {table} WHERE lease_token = %s AND id IN ({marks}) "
+                    f"ORDER BY priority, wake_at, created_at, id",
+                    [token, *ids],
+                )
+            )
+        return claimed, last
+
+    def _check_journal_mode(self) -> list[CheckMessage]:
+        connection: Any = self.connection  # the SQLite DatabaseWrapper
+        if connection.is_in_memory_db():
+            return []  # one connection's database: nobody to share the file with
+        with connection.cursor() as cursor:
+            cursor.execute("PRAGMA journal_mode")
+            mode = str(cursor.fetchone()[0]).lower()
+        if mode == "wal":
+            return []
+        if django.VERSION >= (5, 1):
+            how = 'add "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL" to '
+            how += "its OPTIONS"
+        else:
+            how = "run PRAGMA journal_mode=WAL and PRAGMA synchronous=NORMAL from a "
+            how += "connection_created receiver"
+        return [
+            Warning(
+                f"The workflow database {self.alias!r} is SQLite in journal mode {mode!r}, not "
+                f"WAL: every commit then waits for the disk and readers wait for writers, so the "
+                f"worker drains several times slower and the web process's reads stall.",
+                hint=f"{how[0].upper()}{how[1:]} (see the how-to guide 'Run the worker').",
+                id="django_workflows.W005",
             )
         ]
 
