@@ -17,7 +17,9 @@ in turn: one of every queue, one of "rare" only (a small queue behind a big back
 
 With `--leased N`, N more instances are due but leased to a live worker (running, their lease
 an hour ahead) and the most overdue of all, as while N instances run: the claim must not read
-them to find the due ones behind them.
+them to find the due ones behind them. With `--keys-at-limit K` too (K <= N), the claims run
+under `Concurrency(limit=1, key=...)`: the leased instances hold K keys at their limit, the more
+overdue half of the due instances wait on those keys, the other half each has a key of its own.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ def main() -> None:
     parser.add_argument("--claims", type=int, default=50)
     parser.add_argument("--queues", action="store_true", help="due rows in three queues")
     parser.add_argument("--leased", type=int, default=0, help="due instances held by a lease")
+    parser.add_argument("--keys-at-limit", type=int, default=0, help="claims under a key limit")
     parser.add_argument(
         "--reuse", action="store_true", help="keep the tables of the last run (no fill)"
     )
@@ -60,6 +63,7 @@ def main() -> None:
     from django_workflows.models import WorkflowInstance
     from django_workflows.store import instances as store
     from django_workflows.store.backends import backend
+    from django_workflows.store.limits import ConcurrencyRule
 
     vendor = {"postgresql": "postgres", "mysql": "mysql", "sqlite": "sqlite"}[connection.vendor]
     if vendor == "sqlite":
@@ -150,6 +154,8 @@ def main() -> None:
                     [now + timedelta(hours=1)],
                 )
             cursor.execute(f"ANALYZE TABLE {table}")
+    if args.keys_at_limit and not args.reuse:
+        _key(connection, vendor, table, args.keys_at_limit, args.due)
     if args.drop_queue_index:
         if vendor != "postgres":
             sys.exit("--drop-queue-index: PostgreSQL only (MariaDB's claim names the index).")
@@ -166,6 +172,7 @@ def main() -> None:
         workers += [("queue rare", ["rare"]), ("queue gpu", ["gpu"])]
         workers += [("queue default", ["default"])]
         workers += [("queues default+gpu", ["default", "gpu"])]
+    rules = {"bench": ConcurrencyRule(per_key=1)} if args.keys_at_limit else None
     for label, queues in workers:
         timings = []
         reads = _index_reads(connection, vendor)
@@ -180,6 +187,7 @@ def main() -> None:
                 limit=10,
                 workflows=[("bench", 1)],
                 queues=queues,
+                concurrency=rules,
             )
             timings.append((time.perf_counter() - t) * 1000)
             assert len(claim.instances) == 10
@@ -197,6 +205,29 @@ def main() -> None:
     print(f"the admin's queue filter: {listed} in {(time.perf_counter() - t) * 1000:.2f} ms")
     for label, queues in [("every queue", None), ("queue rare", ["rare"])][: 1 + args.queues]:
         _explain(connection, vendor, now, label, queues)
+
+
+def _key(connection: Any, vendor: str, table: str, keys: int, due: int) -> None:
+    """Concurrency keys: leased instance n holds key k<n mod keys>; due instance n waits on the
+    same keys when it is in the more overdue half, on a key of its own (f<n>) otherwise."""
+    number = (
+        (lambda skip: f"CAST(SUBSTRING(id FROM {skip}) AS INTEGER)")
+        if vendor == "postgres"
+        else (lambda skip: f"CAST(SUBSTRING(id, {skip}) AS UNSIGNED)")
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table} SET concurrency_key = CONCAT('k', MOD({number(6)}, %s)) "
+            f"WHERE id LIKE 'held-%%'",
+            [keys],
+        )
+        cursor.execute(
+            f"UPDATE {table} SET concurrency_key = CASE WHEN {number(5)} > %s "
+            f"THEN CONCAT('k', MOD({number(5)}, %s)) ELSE CONCAT('f', {number(5)}) END "
+            f"WHERE id LIKE 'due-%%'",
+            [due // 2, keys],
+        )
+        cursor.execute(f"ANALYZE {'' if vendor == 'postgres' else 'TABLE '}{table}")
 
 
 def _index_reads(connection: Any, vendor: str) -> int:
