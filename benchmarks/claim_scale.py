@@ -1,19 +1,25 @@
 """How long a claim takes on a big table: 1,000,000 finished and 100,000 due instances.
 
     DB=postgres python benchmarks/claim_scale.py [--finished 1000000] [--due 100000] [--claims 50]
-        [--queues]
+        [--queues] [--leased 10000]
 
 Re-creates the benchmark database (`workflows_claim`, or BENCH_DB_NAME), fills it with SQL
 (generate_series on PostgreSQL, recursive inserts on MariaDB), analyzes it, then times `claim()`
 of 10 instances `--claims` times from one thread (each claim leases what it takes, so every claim
-finds new due rows) and prints the median and p95, with the database's plan for the claim's
-candidate scan. Figures are printed; nothing is asserted.
+finds new due rows) and prints the median and p95, with the database's plan of the claim's
+statements. Figures are printed; nothing is asserted.
 
 With `--queues`, one due instance in a hundred waits in the queue "rare", nine in a hundred in
 "gpu", the others (and every finished one) in "default", and the claim is timed for five workers
 in turn: one of every queue, one of "rare" only (a small queue behind a big backlog), one of
 "gpu" only, one of "default" only, and one of "default" and "gpu". With `--drop-queue-index`
 (PostgreSQL) the queue's claim index is dropped first: what a one-queue claim costs without it.
+
+With `--leased N`, N more instances are due but leased to a live worker (running, their lease
+an hour ahead) and the most overdue of all, as while N instances run: the claim must not read
+them to find the due ones behind them. With `--keys-at-limit K` too (K <= N), the claims run
+under `Concurrency(limit=1, key=...)`: the leased instances hold K keys at their limit, the more
+overdue half of the due instances wait on those keys, the other half each has a key of its own.
 """
 
 from __future__ import annotations
@@ -37,6 +43,11 @@ def main() -> None:
     parser.add_argument("--due", type=int, default=100_000)
     parser.add_argument("--claims", type=int, default=50)
     parser.add_argument("--queues", action="store_true", help="due rows in three queues")
+    parser.add_argument("--leased", type=int, default=0, help="due instances held by a lease")
+    parser.add_argument("--keys-at-limit", type=int, default=0, help="claims under a key limit")
+    parser.add_argument(
+        "--reuse", action="store_true", help="keep the tables of the last run (no fill)"
+    )
     parser.add_argument("--drop-queue-index", action="store_true", help="PostgreSQL only")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
@@ -52,14 +63,16 @@ def main() -> None:
     from django_workflows.models import WorkflowInstance
     from django_workflows.store import instances as store
     from django_workflows.store.backends import backend
+    from django_workflows.store.limits import ConcurrencyRule
 
     vendor = {"postgresql": "postgres", "mysql": "mysql", "sqlite": "sqlite"}[connection.vendor]
     if vendor == "sqlite":
         sys.exit(
             "SQLite: one worker process, and no SKIP LOCKED; run this on PostgreSQL or MariaDB."
         )
-    recreate_database(vendor)
-    connection.close()
+    if not args.reuse:
+        recreate_database(vendor)
+        connection.close()
     call_command("migrate", verbosity=0)
     table = WorkflowInstance._meta.db_table
     now = datetime(2026, 6, 1, tzinfo=UTC)
@@ -71,7 +84,9 @@ def main() -> None:
     )
     started = time.perf_counter()
     with connection.cursor() as cursor:
-        if vendor == "postgres":
+        if args.reuse:
+            pass
+        elif vendor == "postgres":
             fill = (
                 f"INSERT INTO {table} (id, workflow, version, status, input, wake_at, priority, "
                 f"runs, signal_cursor, cancel_requested, terminate_requested, journal_warned, "
@@ -88,6 +103,19 @@ def main() -> None:
                 fill.format(wake="%s - n * interval '1 millisecond'", queue=spread),
                 ["due-", "pending", now, now, now, args.due],
             )
+            if args.leased:
+                cursor.execute(
+                    fill.format(
+                        wake="%s - interval '1 hour' - n * interval '1 millisecond'",
+                        queue="'default'",
+                    ),
+                    ["held-", "running", now, now, now, args.leased],
+                )
+                cursor.execute(
+                    f"UPDATE {table} SET lease_token = 'held', lease_owner = 'elsewhere', "
+                    f"lease_until = %s WHERE id LIKE 'held-%%'",
+                    [now + timedelta(hours=1)],
+                )
             cursor.execute(f"VACUUM ANALYZE {table}")
         else:
             variable = (
@@ -112,7 +140,22 @@ def main() -> None:
                 fill.format(wake="%s - INTERVAL n * 1000 MICROSECOND", queue=spread),
                 [args.due, "due-", "pending", now, now, now],
             )
+            if args.leased:
+                cursor.execute(
+                    fill.format(
+                        wake="%s - INTERVAL 1 HOUR - INTERVAL n * 1000 MICROSECOND",
+                        queue="'default'",
+                    ),
+                    [args.leased, "held-", "running", now, now, now],
+                )
+                cursor.execute(
+                    f"UPDATE {table} SET lease_token = 'held', lease_owner = 'elsewhere', "
+                    f"lease_until = %s WHERE id LIKE 'held-%%'",
+                    [now + timedelta(hours=1)],
+                )
             cursor.execute(f"ANALYZE TABLE {table}")
+    if args.keys_at_limit and not args.reuse:
+        _key(connection, vendor, table, args.keys_at_limit, args.due)
     if args.drop_queue_index:
         if vendor != "postgres":
             sys.exit("--drop-queue-index: PostgreSQL only (MariaDB's claim names the index).")
@@ -120,7 +163,8 @@ def main() -> None:
             cursor.execute("DROP INDEX dw_instance_queue_due")
             cursor.execute(f"ANALYZE {table}")
     print(
-        f"filled {args.finished:,} finished and {args.due:,} due instances in "
+        f"filled {args.finished:,} finished, {args.due:,} due and {args.leased:,} leased "
+        f"instances in "
         f"{time.perf_counter() - started:.1f}s ({connection.vendor})"
     )
     workers: list[tuple[str, list[str] | None]] = [("every queue", None)]
@@ -128,6 +172,7 @@ def main() -> None:
         workers += [("queue rare", ["rare"]), ("queue gpu", ["gpu"])]
         workers += [("queue default", ["default"])]
         workers += [("queues default+gpu", ["default", "gpu"])]
+    rules = {"bench": ConcurrencyRule(per_key=1)} if args.keys_at_limit else None
     for label, queues in workers:
         timings = []
         reads = _index_reads(connection, vendor)
@@ -142,6 +187,7 @@ def main() -> None:
                 limit=10,
                 workflows=[("bench", 1)],
                 queues=queues,
+                concurrency=rules,
             )
             timings.append((time.perf_counter() - t) * 1000)
             assert len(claim.instances) == 10
@@ -157,9 +203,31 @@ def main() -> None:
     t = time.perf_counter()
     listed = backend(connection.alias).listed_queues(100)
     print(f"the admin's queue filter: {listed} in {(time.perf_counter() - t) * 1000:.2f} ms")
+    for label, queues in [("every queue", None), ("queue rare", ["rare"])][: 1 + args.queues]:
+        _explain(connection, vendor, now, label, queues)
+
+
+def _key(connection: Any, vendor: str, table: str, keys: int, due: int) -> None:
+    """Concurrency keys: leased instance n holds key k<n mod keys>; due instance n waits on the
+    same keys when it is in the more overdue half, on a key of its own (f<n>) otherwise."""
+    number = (
+        (lambda skip: f"CAST(SUBSTRING(id FROM {skip}) AS INTEGER)")
+        if vendor == "postgres"
+        else (lambda skip: f"CAST(SUBSTRING(id, {skip}) AS UNSIGNED)")
+    )
     with connection.cursor() as cursor:
-        for label, queue in [("every queue", None), ("queue rare", "rare")][: 1 + args.queues]:
-            _explain(cursor, vendor, table, now, label, queue)
+        cursor.execute(
+            f"UPDATE {table} SET concurrency_key = CONCAT('k', MOD({number(6)}, %s)) "
+            f"WHERE id LIKE 'held-%%'",
+            [keys],
+        )
+        cursor.execute(
+            f"UPDATE {table} SET concurrency_key = CASE WHEN {number(5)} > %s "
+            f"THEN CONCAT('k', MOD({number(5)}, %s)) ELSE CONCAT('f', {number(5)}) END "
+            f"WHERE id LIKE 'due-%%'",
+            [due // 2, keys],
+        )
+        cursor.execute(f"ANALYZE {'' if vendor == 'postgres' else 'TABLE '}{table}")
 
 
 def _index_reads(connection: Any, vendor: str) -> int:
@@ -172,24 +240,44 @@ def _index_reads(connection: Any, vendor: str) -> int:
         return sum(int(value) for name, value in cursor.fetchall() if name != "Handler_read_rnd")
 
 
-def _explain(cursor: Any, vendor: str, table: str, now: Any, label: str, queue: str | None) -> None:
-    """Print the database's plan of the claim's candidate scan (of one queue, or every one)."""
-    index = "dw_instance_due" if queue is None else "dw_instance_queue_due"  # MariaDB's hint
-    hint = f" FORCE INDEX ({index})" if vendor == "mysql" else ""
-    narrow = " AND priority = 0 AND wake_at >= '1000-01-01'" if vendor == "mysql" else ""
-    of_queue = "" if queue is None else " AND queue = %s"
-    candidates = (
-        f"SELECT id FROM {table}{hint} WHERE wake_at <= %s{narrow} AND (lease_until IS NULL OR "
-        f"lease_until < %s){of_queue} AND (workflow = 'bench' AND version = 1) "
-        f"ORDER BY priority, wake_at, created_at, id LIMIT 10 FOR UPDATE SKIP LOCKED"
-    )
-    cursor.execute(
-        ("EXPLAIN (ANALYZE, BUFFERS) " if vendor == "postgres" else "EXPLAIN ") + candidates,
-        [now, now] + ([] if queue is None else [queue]),
-    )
-    print(f"the candidates' plan ({label}):")
-    for row in cursor.fetchall():
-        print("   ", " | ".join(str(column) for column in row if column is not None))
+def _explain(connection: Any, vendor: str, now: Any, label: str, queues: list[str] | None) -> None:
+    """Print the database's plan of the claim's statements (of one queue, or every one): the
+    statements claim() sends, caught as it runs in a transaction rolled back afterwards, each
+    under EXPLAIN ANALYZE on PostgreSQL (the UPDATE too) and EXPLAIN on MariaDB (its SELECTs)."""
+    from django.db import transaction
+
+    from django_workflows.store import instances as store
+
+    sent: list[tuple[str, Any]] = []
+
+    def catch(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        sent.append((sql, params))
+        return execute(sql, params, many, context)
+
+    with transaction.atomic(), connection.execute_wrapper(catch):
+        store.claim(
+            connection.alias,
+            owner="explain",
+            token=uuid.uuid4().hex,
+            now=now,
+            lease_until=now + timedelta(seconds=30),
+            limit=10,
+            workflows=[("bench", 1)],
+            queues=queues,
+        )
+        transaction.set_rollback(True)
+    prefix = "EXPLAIN (ANALYZE, BUFFERS) " if vendor == "postgres" else "EXPLAIN "
+    with transaction.atomic(), connection.cursor() as cursor:
+        for sql, params in sent:
+            if vendor == "mysql" and "FOR UPDATE SKIP LOCKED" not in sql:
+                continue
+            if vendor == "postgres" and "WITH" not in sql:
+                continue
+            cursor.execute(prefix + sql, params)
+            print(f"the claim's plan ({label}):")
+            for row in cursor.fetchall():
+                print("   ", " | ".join(str(column) for column in row if column is not None))
+        transaction.set_rollback(True)
 
 
 if __name__ == "__main__":

@@ -53,13 +53,34 @@ class KeyField(models.CharField):
 
 class DueIndex(models.Index):
     """The claim index: partial (rows with a wake time only) where the database has partial
-    indexes, a plain one on MySQL and MariaDB, without the system check warning about it."""
+    indexes, a plain one on MySQL and MariaDB, without the system check warning about it.
+
+    `lease`: "free" keeps only the rows no lease holds (lease_until NULL), so a claim's range
+    never holds the instances that run; "held" only the leased ones (a claim reads the lapsed
+    leases from it). Where there are no partial indexes it changes nothing: the columns put
+    lease_until in the range instead (see store/due.py)."""
+
+    def __init__(self, *args: Any, lease: str = "any", **kwargs: Any) -> None:
+        if lease not in ("any", "free", "held"):
+            raise ValueError(f"DueIndex lease must be 'any', 'free' or 'held', not {lease!r}")
+        super().__init__(*args, **kwargs)
+        self.lease = lease
+
+    def deconstruct(self) -> Any:
+        path, args, kwargs = super().deconstruct()
+        if self.lease != "any":
+            kwargs["lease"] = self.lease
+        return path, args, kwargs
 
     def create_sql(self, model: Any, schema_editor: Any, using: str = "", **kwargs: Any) -> Any:
         statement = super().create_sql(model, schema_editor, using, **kwargs)
         if schema_editor.connection.features.supports_partial_indexes:
             column = schema_editor.quote_name(model._meta.get_field("wake_at").column)
-            statement.parts["condition"] = f" WHERE {column} IS NOT NULL"  # type: ignore[assignment]
+            condition = f" WHERE {column} IS NOT NULL"
+            if self.lease != "any":
+                lease = schema_editor.quote_name(model._meta.get_field("lease_until").column)
+                condition += f" AND {lease} IS {'' if self.lease == 'free' else 'NOT '}NULL"
+            statement.parts["condition"] = condition  # type: ignore[assignment]
         return statement
 
 
@@ -154,13 +175,24 @@ class WorkflowInstance(models.Model):
         ordering = ["created_at", "id"]
         indexes = [
             # Claims: due instances by priority, then the most overdue. Partial where the
-            # database has partial indexes, so finished instances never slow a claim down.
-            DueIndex(fields=["priority", "wake_at", "created_at"], name="dw_instance_due"),
+            # database has partial indexes, so finished and leased instances never slow a claim
+            # down; elsewhere lease_until after the priority keeps the leased ones out of the
+            # claim's range (a claim reads lease_until IS NULL, then the lapsed leases).
+            DueIndex(
+                fields=["priority", "lease_until", "wake_at", "created_at"],
+                name="dw_instance_due",
+                lease="free",
+            ),
             # Claims of a worker started with --queue: the same order within one queue (a claim
             # from several queues reads one range per queue and merges them).
             DueIndex(
-                fields=["queue", "priority", "wake_at", "created_at"], name="dw_instance_queue_due"
+                fields=["queue", "priority", "lease_until", "wake_at", "created_at"],
+                name="dw_instance_queue_due",
+                lease="free",
             ),
+            # The leased instances with a wake time, by lease end: the claims' lapsed leases
+            # (a plain index on lease_until on MySQL and MariaDB, where nothing reads it).
+            DueIndex(fields=["lease_until"], name="dw_instance_leased", lease="held"),
             models.Index(fields=["status", "updated_at"], name="dw_instance_status"),
             models.Index(fields=["workflow", "version", "status"], name="dw_instance_workflow"),
             models.Index(fields=["parent_id"], name="dw_instance_parent"),

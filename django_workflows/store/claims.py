@@ -18,6 +18,7 @@ from django.db.models import Case, F, Max, Q, Value, When
 
 from ..errors import WorkflowPayloadError
 from ..models import JournalEntry, Signal, Status, WorkflowInstance
+from . import due as due_scan
 from . import limits, payloads
 from .backends import backend
 from .deadlocks import retries_deadlocks
@@ -98,18 +99,18 @@ def claim(
                 now=now,
                 limit=limit,
                 workflows=workflows,
-                due=due,
                 concurrency=concurrency,
                 rates=rates,
                 queues=queues,
             )
         else:  # SQLite (the servers took the hand-written path above): one writer at a time
-            candidates = (
-                WorkflowInstance.objects.using(using)
-                .filter(due, of_workflows)
-                .order_by("priority", "wake_at", "created_at", "id")
+            rows = WorkflowInstance.objects.using(using).filter(of_workflows)
+            if queues is not None:
+                rows = rows.filter(queue__in=queues)
+            found = due_scan.candidates(
+                using, rows, now=now, limit=limit, fields=("id",), lock=False
             )
-            ids = list(candidates.values_list("id", flat=True)[:limit])
+            ids = [row[0] for row in found]
         if not ids:
             return Claim([], 0)
         # The conditions again, in the UPDATE itself: where the database cannot skip locked rows

@@ -22,6 +22,7 @@ from typing import Any
 from django.db.models import Count, F, Q
 
 from ..models import RateLimitWindow, Status, WorkflowInstance
+from . import due as due_scan
 from .backends import backend
 
 SCAN = 20  # candidates read per slot asked for: room for the ones passed over
@@ -68,14 +69,12 @@ def pick(
     now: datetime,
     limit: int,
     workflows: list[tuple[str, int]],
-    due: Q,
     concurrency: dict[str, ConcurrencyRule],
     rates: dict[str, RateRule],
     queues: list[str] | None = None,
 ) -> list[str]:
     """Inside the claim's transaction: the ids to lease, in claim order, within every limit
-    (`due` holds the condition on `queues`, which the hand-written candidates' scan takes
-    apart; the slots and windows count every queue's instances).
+    (of the instances due now in `queues`; the slots and windows count every queue's).
 
     Takes the concurrency locks, locks the candidates (skipping those another claim holds),
     and takes room in the rate-limit windows of the ones it returns."""
@@ -83,7 +82,7 @@ def pick(
     slots, key_slots = _free_slots(using, now, concurrency)
     full = _full(using, now, concurrency, rates, slots, key_slots)
     candidates = _candidates(
-        using, now=now, limit=limit * SCAN, workflows=workflows, due=due, full=full, queues=queues
+        using, now=now, limit=limit * SCAN, workflows=workflows, full=full, queues=queues
     )
     if not candidates:
         return []
@@ -171,7 +170,6 @@ def _candidates(
     now: datetime,
     limit: int,
     workflows: list[tuple[str, int]],
-    due: Q,
     full: Full,
     queues: list[str] | None = None,
 ) -> list[Candidate]:
@@ -184,13 +182,18 @@ def _candidates(
     )
     rows = WorkflowInstance.objects.using(using)
     if ids is NotImplemented:
-        query = rows.filter(due, of_workflows, full.q()).order_by(
-            "priority", "wake_at", "created_at", "id"
+        query = rows.filter(of_workflows, full.q())
+        if queues is not None:
+            query = query.filter(queue__in=queues)
+        scanned = due_scan.candidates(
+            using,
+            query,
+            now=now,
+            limit=limit,
+            fields=("id", "workflow", "concurrency_key", "rate_limit_key"),
+            lock=backend(using).has_skip_locked,
         )
-        if backend(using).has_skip_locked:
-            query = query.select_for_update(skip_locked=True)
-        fields = query.values_list("id", "workflow", "concurrency_key", "rate_limit_key")[:limit]
-        return [Candidate(*row) for row in fields]
+        return [Candidate(*row) for row in scanned]
     found = {
         row[0]: Candidate(*row)
         for row in rows.filter(pk__in=ids).values_list(

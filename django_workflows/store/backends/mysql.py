@@ -167,8 +167,11 @@ class MySQLBackend(Backend):
         sorts first), so a scan in claim order would walk them all. Instead: the distinct
         priorities, from a loose index scan, then for each an index range scan from its first
         due instance, with FORCE INDEX (the optimizer otherwise prefers scanning the priority
-        alone). With `queues`, the same on the queue's claim index, one range per queue and
-        priority, merged in claim order. Claims under limits pass over the full workflows and
+        alone). lease_until follows the priority in the index, so the instances that run are
+        not in the range of the free ones: each priority's range is read twice, lease_until NULL
+        (in index order) and lease_until before now (the lapsed leases, sorted), and merged.
+        With `queues`, the same on the queue's claim index, per queue and priority, merged in
+        claim order. Claims under limits pass over the full workflows and
         keys with `where`.
         """
         with self.connection.cursor() as cursor:
@@ -207,24 +210,34 @@ class MySQLBackend(Backend):
             if queues is None
             else ("dw_instance_queue_due", "AND queue = %s ")
         )
+        # Per range two scans: the free instances (lease_until NULL, in index order: MariaDB
+        # takes IS NULL as a constant for the order, but sorts all the range when lease_until
+        # is in the ORDER BY), and the lapsed leases (lease_until before now, from the same
+        # index's next range, sorted); the instances that run are in neither.
+        leases = [
+            ("lease_until IS NULL", []),
+            ("lease_until >= %s AND lease_until < %s", [adapt(_EARLIEST), adapt(now)]),
+        ]
         for priority, of_queues in sorted(ranges.items()):
             found: list[tuple[Any, ...]] = []
             for queue in of_queues:
-                params: list[Any] = [priority, adapt(_EARLIEST), adapt(now), adapt(now)]
-                if queue is not None:
-                    params.append(queue)
-                for name, version in workflows:
-                    params += [name, version]
-                params += [*where[1], limit - len(ids)]
-                cursor.execute(
-                    f"SELECT wake_at, created_at, id FROM {table} FORCE INDEX ({index}) "
-                    f"WHERE priority = %s AND wake_at >= %s AND wake_at <= %s "
-                    f"AND (lease_until IS NULL OR lease_until < %s) {queue_sql}AND ({pairs}) "
-                    f"{'AND ' + where[0] if where[0] else ''} "
-                    f"ORDER BY priority, wake_at, created_at, id LIMIT %s FOR UPDATE SKIP LOCKED",
-                    params,
-                )
-                found += cursor.fetchall()
+                for lease, lease_params in leases:
+                    params: list[Any] = [priority, *lease_params, adapt(_EARLIEST), adapt(now)]
+                    if queue is not None:
+                        params.append(queue)
+                    for name, version in workflows:
+                        params += [name, version]
+                    params += [*where[1], limit - len(ids)]
+                    cursor.execute(
+                        f"SELECT wake_at, created_at, id FROM {table} FORCE INDEX ({index}) "
+                        f"WHERE priority = %s AND {lease} AND wake_at >= %s AND wake_at <= %s "
+                        f"{queue_sql}AND ({pairs}) "
+                        f"{'AND ' + where[0] if where[0] else ''} "
+                        f"ORDER BY priority, wake_at, created_at, id LIMIT %s "
+                        f"FOR UPDATE SKIP LOCKED",
+                        params,
+                    )
+                    found += cursor.fetchall()
             # One queue's range is in claim order already; several are merged (the rows left
             # over stay locked until the claim's transaction ends, and are not leased).
             found.sort()

@@ -129,13 +129,16 @@ class PostgreSQLBackend(Backend):
     def listed_queues(self, limit: int) -> list[str]:
         """A loose index scan, written out (PostgreSQL has none of its own): the next queue
         after the last one found, one seek each in the partial index dw_instance_queue_due,
-        rather than a DISTINCT that reads every entry of the index."""
+        rather than a DISTINCT that reads every entry of the index. That index holds no leased
+        instance: the queues of those come from dw_instance_leased (the instances that run)."""
         table = WorkflowInstance._meta.db_table
-        waiting = f"FROM {table} WHERE wake_at IS NOT NULL"
+        waiting = f"FROM {table} WHERE wake_at IS NOT NULL AND lease_until IS NULL"
         sql = (
             f"WITH RECURSIVE q(queue) AS (SELECT MIN(queue) {waiting} UNION ALL "
             f"SELECT (SELECT MIN(queue) {waiting} AND queue > q.queue) FROM q "
-            f"WHERE q.queue IS NOT NULL) SELECT queue FROM q WHERE queue IS NOT NULL LIMIT %s"
+            f"WHERE q.queue IS NOT NULL) SELECT queue FROM q WHERE queue IS NOT NULL UNION "
+            f"SELECT DISTINCT queue FROM {table} WHERE wake_at IS NOT NULL "
+            f"AND lease_until IS NOT NULL ORDER BY queue LIMIT %s"
         )
         with self.connection.cursor() as cursor:
             cursor.execute(sql, [limit])
@@ -227,12 +230,15 @@ class PostgreSQLBackend(Backend):
         The last signal id comes from the statement's snapshot: a signal committed after it has
         a higher id, and the release's check for signals above the cursor catches it.
 
-        Every queue: one range of the claim index (dw_instance_due), in claim order. One queue:
-        one range of the queue's claim index (dw_instance_queue_due). Several: the database
-        cannot read several ranges of an index in one order (an IN list on its first column
-        gives rows sorted by queue first), so each queue's first `limit` are picked from its
-        own range and the first `limit` of those leased; the others' row locks end with the
-        statement.
+        Every queue: one range of the claim index (dw_instance_due, which holds no leased
+        instance), in claim order, and the lapsed leases (dw_instance_leased, few, sorted); the
+        first `limit` of both leased. One queue: the same on the queue's claim index
+        (dw_instance_queue_due). Several: the database cannot read several ranges of an index
+        in one order (an IN list on its first column gives rows sorted by queue first), so each
+        queue's first `limit` are picked from its own ranges and the first `limit` of those
+        leased; the others' row locks end with the statement. A lapsed lease whose renewal
+        holds its lease lock (lapsed_lease_free) is passed over after the lapsed range's first
+        `limit` are read, so the try-lock runs for those only.
         """
         instances = WorkflowInstance._meta.db_table
         signals = Signal._meta.db_table
@@ -240,35 +246,45 @@ class PostgreSQLBackend(Backend):
         pairs = " OR ".join("(workflow = %s AND version = %s)" for _ in workflows)
         order = "ORDER BY priority, wake_at, created_at, id"
 
-        def pick(queue: str | None) -> tuple[str, list[Any]]:
-            params: list[Any] = [now, now, LEASE_CLASS]  # see lapsed_lease_free
+        def pick(queue: str | None, lapsed: bool) -> tuple[str, list[Any]]:
+            # The free range in index order (lease_until, NULL throughout, after the priority);
+            # the lapsed leases from dw_instance_leased, sorted.
+            lease, sort = (
+                ("lease_until < %s", order)
+                if lapsed
+                else (
+                    "lease_until IS NULL",
+                    "ORDER BY priority, lease_until, wake_at, created_at, id",
+                )
+            )
+            params: list[Any] = [now, now] if lapsed else [now]
             if queue is not None:
                 params.append(queue)
             for name, version in workflows:
                 params += [name, version]
             return (
                 f"SELECT id, priority, wake_at, created_at FROM {instances} "
-                f"WHERE wake_at <= %s AND (lease_until IS NULL OR (lease_until < %s "
-                f"AND pg_try_advisory_xact_lock(%s, hashtext(id)))) "
+                f"WHERE wake_at <= %s AND {lease} "
                 f"{'' if queue is None else 'AND queue = %s '}AND ({pairs}) "
-                f"{order} LIMIT %s FOR UPDATE SKIP LOCKED",
+                f"{sort} LIMIT %s FOR UPDATE SKIP LOCKED",
                 [*params, limit],
             )
 
+        parts: list[str] = []
         params: list[Any] = []
-        if queues is None or len(queues) == 1:
-            sql, params = pick(None if queues is None else queues[0])
-            picks = f"WITH picked AS ({sql}) "
-        else:
-            parts = []
-            for n, queue in enumerate(queues):
-                sql, more = pick(queue)
-                parts.append(f"q{n} AS ({sql})")
+        branches: list[str] = []
+        for n, queue in enumerate(queues or [None]):
+            for name, lapsed in ((f"f{n}", False), (f"l{n}", True)):
+                sql, more = pick(queue, lapsed)
+                parts.append(f"{name} AS ({sql})")
                 params += more
-            merged = " UNION ALL ".join(f"SELECT * FROM q{n}" for n in range(len(queues)))
-            parts.append(f"picked AS (SELECT id FROM ({merged}) AS c {order} LIMIT %s)")
-            params.append(limit)
-            picks = f"WITH {', '.join(parts)} "
+            branches.append(f"SELECT * FROM f{n}")
+            branches.append(f"SELECT * FROM l{n} WHERE pg_try_advisory_xact_lock(%s, hashtext(id))")
+        params += [LEASE_CLASS] * len(branches[1::2])  # see lapsed_lease_free
+        merged = " UNION ALL ".join(branches)
+        parts.append(f"picked AS (SELECT id FROM ({merged}) AS c {order} LIMIT %s)")
+        params.append(limit)
+        picks = f"WITH {', '.join(parts)} "
         sql = (
             f"{picks}"
             f"UPDATE {instances} AS i SET lease_token = %s, lease_owner = %s, lease_until = %s, "
