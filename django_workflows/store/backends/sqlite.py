@@ -155,20 +155,30 @@ class SQLiteBackend(Backend):
         table = WorkflowInstance._meta.db_table
         adapt = connection.ops.adapt_datetimefield_value
         pairs = " OR ".join("(workflow = %s AND version = %s)" for _ in workflows)
-        params: list[Any] = [adapt(now), adapt(now)]
+        filters: list[Any] = []
         of_queues = ""
         if queues is not None:
             of_queues = f"AND queue IN ({', '.join(['%s'] * len(queues))}) "
-            params += queues
+            filters += queues
         for name, version in workflows:
-            params += [name, version]
+            filters += [name, version]
+        columns = "id, priority, wake_at, created_at"
+        # Two ranges, as store/due.py reads them: the free due instances from the partial
+        # index dw_instance_due (no live lease in it), and the few whose lease lapsed.
+        select = (
+            f"SELECT id FROM ("
+            f"SELECT * FROM (SELECT {columns} FROM {table} WHERE wake_at <= %s "
+            f"AND lease_until IS NULL {of_queues}AND ({pairs}) "
+            f"ORDER BY priority, lease_until, wake_at, created_at, id LIMIT %s) "
+            f"UNION ALL "
+            f"SELECT * FROM (SELECT {columns} FROM {table} WHERE wake_at <= %s "
+            f"AND lease_until < %s {of_queues}AND ({pairs}) "
+            f"ORDER BY priority, wake_at, created_at, id LIMIT %s)"
+            f") ORDER BY priority, wake_at, created_at, id LIMIT %s"
+        )
+        params = [adapt(now), *filters, limit, adapt(now), adapt(now), *filters, limit, limit]
         with self.write_transaction(), connection.cursor() as cursor:
-            cursor.execute(
-                f"SELECT id FROM {table} WHERE wake_at <= %s "
-                f"AND (lease_until IS NULL OR lease_until < %s) {of_queues}AND ({pairs}) "
-                f"ORDER BY priority, wake_at, created_at, id LIMIT %s",
-                [*params, limit],
-            )
+            cursor.execute(select, params)
             ids = [row[0] for row in cursor.fetchall()]
             if not ids:
                 return [], 0
