@@ -251,10 +251,8 @@ def _set_paused(id: str, paused: bool, using: str | None) -> ScheduleStatus:
     for _ in range(5):
         now = clock.now()
         schedule = _stored(using, id)
-        # Decoded first: a row the codec cannot read is refused before anything is written.
-        current = store.decoded(schedule)
         if not paused and not schedule.paused:
-            return _status(current)
+            return _status(store.decoded(schedule))
         state = State.of(schedule)
         wake_at = None
         if not paused:

@@ -208,41 +208,6 @@ def test_schedule_inputs_after_a_rotation_declared_resaved_upserted_kept_until_u
     assert key_of("upserted-r") == "2027-03"
 
 
-def test_pause_and_resume_of_a_schedule_the_codec_cannot_read_write_nothing(
-    settings, define, workflow_clock
-):
-    """pause() and resume() decode the schedule before they write: with its codec down they
-    raise WorkflowPayloadError and the schedule is as it was."""
-    from django_workflows import schedules
-    from django_workflows.models import WorkflowSchedule
-
-    use_codec(settings, KmsCodec())
-
-    @define("kms-reminder")
-    def remind(ctx, input):
-        return input
-
-    schedules.upsert("kms-r", workflow="kms-reminder", every="1d", input={"u": "x"})
-    before = WorkflowSchedule.objects.values().get(pk="kms-r")
-    KmsCodec.down = True
-    try:
-        with pytest.raises(wf.WorkflowPayloadError, match="'kms'"):
-            schedules.pause("kms-r")
-        assert WorkflowSchedule.objects.values().get(pk="kms-r") == before
-    finally:
-        KmsCodec.down = False
-    schedules.pause("kms-r")
-    KmsCodec.down = True
-    try:
-        paused = WorkflowSchedule.objects.values().get(pk="kms-r")
-        with pytest.raises(wf.WorkflowPayloadError, match="'kms'"):
-            schedules.resume("kms-r")
-        assert WorkflowSchedule.objects.values().get(pk="kms-r") == paused
-    finally:
-        KmsCodec.down = False
-    assert schedules.resume("kms-r").paused is False
-
-
 def test_compression_starts_at_exactly_1_kib_of_json():
     """1023 bytes of JSON are sealed as they are, 1024 compressed first."""
 
