@@ -3,6 +3,9 @@ database's write lock first; the ORM's generic paths for everything else."""
 
 from __future__ import annotations
 
+import threading
+from typing import Any
+
 import django
 from django.core.checks import CheckMessage, Warning
 
@@ -15,6 +18,27 @@ class SQLiteBackend(Backend):
     SKIP LOCKED, no notifications."""
 
     serializes_writes = True
+    wakeup_shards = 1  # one writer at a time anyway
+
+    def __init__(self, alias: str) -> None:
+        super().__init__(alias)
+        self._seen = threading.local()  # each thread's last data_version and mark
+
+    def wakeup_mark(self) -> Any:
+        """The wake-up counts, read only when another connection committed to the file since
+        this thread's last look (PRAGMA data_version, an in-memory check of the WAL index):
+        an idle worker's look costs no read of the database at all."""
+        with self.connection.cursor() as cursor:
+            cursor.execute("PRAGMA data_version")
+            version = cursor.fetchone()[0]
+        seen = self._seen
+        if getattr(seen, "version", None) != version or getattr(seen, "connection", None) is not (
+            self.connection.connection
+        ):
+            seen.mark = super().wakeup_mark()
+            seen.version = version
+            seen.connection = self.connection.connection  # a new connection counts anew
+        return seen.mark
 
     def check(self) -> list[CheckMessage]:
         """W001: transactions that do not take the write lock at their start."""
