@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from django.apps import apps
 from django.core.checks import CheckMessage
 from django.db import connections
-from django.db.models import F, Model, Q, Sum
+from django.db.models import Model, Q, Sum
 from django.db.models.constants import OnConflict
 from django.db.models.fields import AutoFieldMixin
 from django.db.models.sql import InsertQuery
@@ -212,14 +212,24 @@ class Backend:
         workers read every WORKER['WAKEUP_INTERVAL'] (wakeup_mark()). A thread always counts
         in the same row, so a transaction that counts twice takes one row lock, never two in
         an order another transaction could reverse."""
-        model = apps.get_model("django_workflows", "WakeupCounter")  # models import this module
         seed = getattr(_thread, "seed", None)
         if seed is None:
             seed = _thread.seed = random.randrange(1 << 16)
         shard = seed % self.wakeup_shards
-        rows = model.objects.using(self.alias).filter(shard=shard)
-        if not rows.update(count=F("count") + 1):
-            self.insert_ignore(model(shard=shard, count=1))  # its first count (or a flush)
+        # One plain statement, written once: every start and signal sends it.
+        with self.connection.cursor() as cursor:
+            cursor.execute(self._count_wakeup_sql, [shard])
+            counted = cursor.rowcount
+        if not counted:  # its first count (or since a flush)
+            model = apps.get_model("django_workflows", "WakeupCounter")
+            self.insert_ignore(model(shard=shard, count=1))
+
+    @functools.cached_property
+    def _count_wakeup_sql(self) -> str:
+        model = apps.get_model("django_workflows", "WakeupCounter")  # models import this module
+        quote = self.connection.ops.quote_name
+        table, count, shard = (quote(model._meta.db_table), quote("count"), quote("shard"))
+        return f"UPDATE {table} SET {count} = {count} + 1 WHERE {shard} = %s"
 
     def wakeup_mark(self) -> Any:
         """A value that changes whenever a start or signal commits in any process (notify()):
