@@ -53,3 +53,10 @@ if os.environ.get("BENCH_OTEL"):
         **globals().get("DJANGO_WORKFLOWS", {}),
         "STEP_MIDDLEWARE": [otel.MIDDLEWARE],
     }
+
+# BENCH_STATEMENTS=<path> (benchmarks/wakeup.py): every statement this process sends is noted
+# (its time and first word) and written to <path> at exit, to count an idle worker's queries.
+if os.environ.get("BENCH_STATEMENTS"):
+    from benchmarks import statements
+
+    statements.install(os.environ["BENCH_STATEMENTS"])

@@ -22,6 +22,7 @@ _WORKER_KEYS = {
     "LEASE_DURATION",
     "HEARTBEAT_INTERVAL",
     "SHUTDOWN_TIMEOUT",
+    "WAKEUP_INTERVAL",
 }
 _JOURNAL_KEYS = {"WARN_ENTRIES", "WARN_BYTES", "MAX_ENTRIES", "MAX_BYTES"}
 _WEBHOOK_KEYS = {"BASE_URL", "MAX_BYTES"}
@@ -34,6 +35,9 @@ class WorkerSettings:
     lease_duration: timedelta = timedelta(seconds=30)
     heartbeat_interval: timedelta | None = None  # None: a third of the lease duration
     shutdown_timeout: timedelta = timedelta(seconds=10)
+    # How often an idle worker looks at the wake-up counters (databases without NOTIFY);
+    # None: never, it waits for its poll.
+    wakeup_interval: timedelta | None = timedelta(milliseconds=50)
 
 
 @dataclass(frozen=True)
@@ -102,6 +106,15 @@ def get_settings() -> WorkflowSettings:
         )
     poll = parse_duration(worker_raw.get("POLL_INTERVAL", "1s"), "WORKER['POLL_INTERVAL']")
     check_poll_interval(poll, "WORKER['POLL_INTERVAL']")
+    wakeup = worker_raw.get("WAKEUP_INTERVAL", "50ms")
+    if wakeup is not None:
+        wakeup = parse_duration(wakeup, "WORKER['WAKEUP_INTERVAL']")
+        if wakeup < MIN_POLL_INTERVAL:
+            raise ValueError(
+                f"WORKER['WAKEUP_INTERVAL'] ({wakeup.total_seconds() * 1000:g}ms) must be at "
+                f"least 10ms, or None to wait for the poll: an idle worker reads the wake-up "
+                f"counters once per wake-up interval."
+            )
     worker = WorkerSettings(
         concurrency=concurrency,
         poll_interval=poll,
@@ -112,6 +125,7 @@ def get_settings() -> WorkflowSettings:
         shutdown_timeout=parse_duration(
             worker_raw.get("SHUTDOWN_TIMEOUT", "10s"), "WORKER['SHUTDOWN_TIMEOUT']"
         ),
+        wakeup_interval=wakeup,
     )
     journal_raw = raw.get("JOURNAL") or {}
     _unknown(journal_raw, _JOURNAL_KEYS, f"{SETTING}['JOURNAL']")

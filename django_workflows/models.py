@@ -443,3 +443,19 @@ class StoreLock(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class WakeupCounter(models.Model):
+    """Wake-up counters for databases without notifications (SQLite, MySQL, MariaDB): a start
+    or signal adds one to a shard's count in its own transaction, and an idle worker reads the
+    counts every WORKER['WAKEUP_INTERVAL'] to look for work as soon as they change. A row
+    exists once its shard was first counted; the counts only ever grow."""
+
+    shard = models.PositiveSmallIntegerField(primary_key=True)
+    count = models.BigIntegerField(default=0)
+
+    class Meta:
+        verbose_name = "wake-up counter"
+
+    def __str__(self) -> str:
+        return f"shard {self.shard}: {self.count}"

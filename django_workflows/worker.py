@@ -16,7 +16,7 @@ from typing import Any
 
 from django.db import connections
 
-from . import clock, middleware, wakeups
+from . import clock, middleware, wakeups, watcher
 from .conf import check_poll_interval, database_alias, get_settings
 from .definitions import check_queue
 from .durations import Duration, parse_duration
@@ -263,6 +263,14 @@ class Worker:
                 daemon=True,
             )
             listener.start()
+        elif not until_idle:  # no notifications: watch the wake-up counters
+            listener = watcher.start_watcher(
+                self.using,
+                self._wake.set,
+                self._stopping,
+                get_settings().worker.wakeup_interval,
+                name=f"{self.id} wake-up watcher",
+            )
         futures: set[Future[Any]] = set()
         pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="workflow")
         # With a backlog (the last claim filled every free slot), claim again once a batch of

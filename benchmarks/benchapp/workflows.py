@@ -34,3 +34,18 @@ def bench_value(ctx: Any, input: dict[str, Any]) -> None:
     benchmarks/value_wakeup.py times a get_value() in another process against."""
     ctx.wait_for_signal("go", "publish", key=ctx.instance_id)
     ctx.set_value("ready", True)
+
+
+@workflow("bench-signal")
+def bench_signal(ctx: Any, input: dict[str, Any]) -> None:
+    """Waits for the signal `go` (key: its id), then runs one step: what benchmarks/wakeup.py
+    times a signal() in another process against."""
+    ctx.wait_for_signal("go", "go", key=ctx.instance_id)
+    ctx.step("after", lambda step: {"ok": True})
+
+
+@workflow("bench-update")
+def bench_update(ctx: Any, input: dict[str, Any]) -> None:
+    """Waits for the update `go`, then runs one step (benchmarks/wakeup.py)."""
+    ctx.wait_for_update("go")
+    ctx.step("after", lambda step: {"ok": True})

@@ -107,3 +107,19 @@ def atomic_order(ctx: Any, input: dict[str, Any]) -> dict[str, Any]:
     charge = ctx.step("charge", charge_once(ctx.instance_id), atomic=True)
     ctx.step("ship", lambda step: "shipped")
     return charge
+
+
+@workflow("wake-on-signal")
+def wake_on_signal(ctx: Any, input: dict[str, Any]) -> str:
+    """Suspends until signal "go" (keyed by its id), then notes a step that ran after it."""
+    ctx.wait_for_signal("go", "go", key=ctx.instance_id)
+    ctx.step("after", recorded(ctx.instance_id, "after", 0))
+    return "woken"
+
+
+@workflow("wake-on-update")
+def wake_on_update(ctx: Any, input: dict[str, Any]) -> str:
+    """Suspends until update "go", then notes a step that ran after it."""
+    ctx.wait_for_update("go")
+    ctx.step("after", recorded(ctx.instance_id, "after", 0))
+    return "woken"

@@ -10,6 +10,7 @@ database with none of its own: the ORM's generic paths, and no lock beyond the r
 from __future__ import annotations
 
 import functools
+import random
 import threading
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from django.apps import apps
 from django.core.checks import CheckMessage
 from django.db import connections, transaction
-from django.db.models import Model, Q
+from django.db.models import Model, Q, Sum
 from django.db.models.constants import OnConflict
 from django.db.models.fields import AutoFieldMixin
 from django.db.models.sql import InsertQuery
@@ -33,6 +34,8 @@ NOTIFY_CHANNEL = "django_workflows"
 
 ENDED_CHANNEL = "django_workflows_ended"
 """Where an instance's end wakes result() in other processes (see Backend.notify_ended)."""
+
+_thread = threading.local()  # each thread's wake-up shard (Backend.notify)
 
 
 class Backend:
@@ -60,6 +63,11 @@ class Backend:
 
     exact_collation: str | None = None
     """The collation of an id, name or key column; None where comparisons are exact anyway."""
+
+    wakeup_shards = 8
+    """How many WakeupCounter rows the starts and signals count their wake-ups in, where the
+    database has no notifications: concurrent ones then seldom wait for one another's row
+    lock until their commit."""
 
     def __init__(self, alias: str) -> None:
         self.alias = alias
@@ -205,8 +213,36 @@ class Backend:
     # Waking other processes.
 
     def notify(self) -> None:
-        """Wake the workers of other processes when the transaction commits, where the
-        database can (has_listen_notify)."""
+        """Wake the workers of other processes when the transaction commits: without
+        notifications, by counting it in a WakeupCounter row, in the transaction, which idle
+        workers read every WORKER['WAKEUP_INTERVAL'] (wakeup_mark()). A thread always counts
+        in the same row, so a transaction that counts twice takes one row lock, never two in
+        an order another transaction could reverse."""
+        seed = getattr(_thread, "seed", None)
+        if seed is None:
+            seed = _thread.seed = random.randrange(1 << 16)
+        shard = seed % self.wakeup_shards
+        # One plain statement, written once: every start and signal sends it.
+        with self.connection.cursor() as cursor:
+            cursor.execute(self._count_wakeup_sql, [shard])
+            counted = cursor.rowcount
+        if not counted:  # its first count (or since a flush)
+            model = apps.get_model("django_workflows", "WakeupCounter")
+            self.insert_ignore(model(shard=shard, count=1))
+
+    @functools.cached_property
+    def _count_wakeup_sql(self) -> str:
+        model = apps.get_model("django_workflows", "WakeupCounter")  # models import this module
+        quote = self.connection.ops.quote_name
+        table, count, shard = (quote(model._meta.db_table), quote("count"), quote("shard"))
+        return f"UPDATE {table} SET {count} = {count} + 1 WHERE {shard} = %s"
+
+    def wakeup_mark(self) -> Any:
+        """A value that changes whenever a start or signal commits in any process (notify()):
+        the sum of the wake-up counts, one primary-key range read of a few rows. Read it
+        outside a transaction, for a fresh snapshot each time."""
+        model = apps.get_model("django_workflows", "WakeupCounter")
+        return model.objects.using(self.alias).aggregate(total=Sum("count"))["total"]
 
     def notify_ended(self, instance_id: str) -> None:
         """Wake result() waiting in other processes for `instance_id`, at the commit."""

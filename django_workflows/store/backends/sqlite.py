@@ -26,10 +26,28 @@ class SQLiteBackend(Backend):
     SKIP LOCKED, no notifications."""
 
     serializes_writes = True
+    wakeup_shards = 1  # one writer at a time anyway
 
     def __init__(self, alias: str) -> None:
         super().__init__(alias)
-        self._writer = threading.Lock()
+        self._seen = threading.local()  # each thread's last data_version and mark
+        self._writer = threading.Lock()  # the process's turn to write (write_transaction)
+
+    def wakeup_mark(self) -> Any:
+        """The wake-up counts, read only when another connection committed to the file since
+        this thread's last look (PRAGMA data_version, an in-memory check of the WAL index):
+        an idle worker's look costs no read of the database at all."""
+        with self.connection.cursor() as cursor:
+            cursor.execute("PRAGMA data_version")
+            version = cursor.fetchone()[0]
+        seen = self._seen
+        if getattr(seen, "version", None) != version or getattr(seen, "connection", None) is not (
+            self.connection.connection
+        ):
+            seen.mark = super().wakeup_mark()
+            seen.version = version
+            seen.connection = self.connection.connection  # a new connection counts anew
+        return seen.mark
 
     @contextlib.contextmanager
     def write_transaction(self, *, savepoint: bool = True) -> Iterator[None]:
