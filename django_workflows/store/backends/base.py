@@ -66,8 +66,11 @@ class Backend:
 
     wakeup_shards = 8
     """How many WakeupCounter rows the starts and signals count their wake-ups in, where the
-    database has no notifications: concurrent ones then seldom wait for one another's row
-    lock until their commit."""
+    database has no notifications: concurrent counts then seldom wait for one another."""
+
+    counts_wakeups_after_commit = False
+    """Whether notify() counts after the commit, in a statement of its own, rather than in
+    the transaction: where a row lock would last until the caller's commit (MySQL, MariaDB)."""
 
     def __init__(self, alias: str) -> None:
         self.alias = alias
@@ -214,10 +217,23 @@ class Backend:
 
     def notify(self) -> None:
         """Wake the workers of other processes when the transaction commits: without
-        notifications, by counting it in a WakeupCounter row, in the transaction, which idle
-        workers read every WORKER['WAKEUP_INTERVAL'] (wakeup_mark()). A thread always counts
-        in the same row, so a transaction that counts twice takes one row lock, never two in
-        an order another transaction could reverse."""
+        notifications, by counting it in a WakeupCounter row, which idle workers read every
+        WORKER['WAKEUP_INTERVAL'] (wakeup_mark()). Where rows have locks of their own
+        (counts_wakeups_after_commit), the count runs after the commit, once per transaction,
+        in a statement of its own: inside the caller's transaction its row lock would be held
+        until that commits, and two business transactions that each lock an order row and
+        start a workflow, in opposite orders, would deadlock on it."""
+        if not (self.counts_wakeups_after_commit and self.connection.in_atomic_block):
+            self.count_wakeup()
+            return
+        pending = (entry[1] for entry in self.connection.run_on_commit)
+        if self.count_wakeup not in pending:  # once per transaction
+            transaction.on_commit(self.count_wakeup, using=self.alias, robust=True)
+
+    def count_wakeup(self) -> None:
+        """Add one to this thread's WakeupCounter row. A thread always counts in the same row,
+        so a transaction that counts takes one counter lock, never two in an order another
+        transaction could reverse."""
         seed = getattr(_thread, "seed", None)
         if seed is None:
             seed = _thread.seed = random.randrange(1 << 16)
@@ -225,10 +241,13 @@ class Backend:
         # One plain statement, written once: every start and signal sends it.
         with self.connection.cursor() as cursor:
             cursor.execute(self._count_wakeup_sql, [shard])
-            counted = cursor.rowcount
-        if not counted:  # its first count (or since a flush)
+            if cursor.rowcount:
+                return
+            # The row's first count (or the first since a flush); if another thread's first
+            # count inserted it meanwhile, count in it.
             model = apps.get_model("django_workflows", "WakeupCounter")
-            self.insert_ignore(model(shard=shard, count=1))
+            if not self.insert_ignore(model(shard=shard, count=1)):
+                cursor.execute(self._count_wakeup_sql, [shard])
 
     @functools.cached_property
     def _count_wakeup_sql(self) -> str:

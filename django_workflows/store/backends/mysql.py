@@ -36,6 +36,7 @@ class MySQLBackend(Backend):
     the claim index scanned priority by priority."""
 
     uses_lock_rows = True
+    counts_wakeups_after_commit = True  # a counter row lock would last until the caller's commit
 
     @functools.cached_property
     def is_mariadb(self) -> bool:
