@@ -91,6 +91,7 @@ def claim(
     )
     if fast is not NotImplemented:
         return _decoded(Claim(fast[0], fast[1], _journals(using, fast[0], first_journals)))
+    backend(using).read_committed_next()  # no gap locks where the leased rows' entries go
     with backend(using).write_transaction():
         backend(using).take_write_lock()
         if concurrency or rates:

@@ -118,9 +118,13 @@ class MySQLBackend(Backend):
         """Under REPEATABLE READ (their default) a locking read keeps the locks of every row it
         scanned, and a consistent read sees the transaction's snapshot."""
         connection = self.connection
-        if not connection.in_atomic_block:
-            with connection.cursor() as cursor:
-                cursor.execute("SET TRANSACTION ISOLATION LEVEL READ COMMITTED")
+        if connection.in_atomic_block:
+            return
+        connection.ensure_connection()
+        if getattr(connection, "isolation_level", None) == "read committed":
+            return  # the session's own level (Django's default): no statement needed
+        with connection.cursor() as cursor:
+            cursor.execute("SET TRANSACTION ISOLATION LEVEL READ COMMITTED")
 
     _packet: int | None = None  # the last max_allowed_packet read on any thread
 
@@ -333,6 +337,9 @@ class MySQLBackend(Backend):
         connection = self.connection
         table = WorkflowInstance._meta.db_table
         adapt = connection.ops.adapt_datetimefield_value
+        # Under REPEATABLE READ the scans' gap locks cover where the leased rows' new index
+        # entries go (lease_until is in the claim index): concurrent claims would deadlock.
+        self.read_committed_next()
         with _transaction(connection) as cursor:
             ids = self._candidates(cursor, now, limit, workflows, queues=queues)
             if not ids:
