@@ -8,8 +8,11 @@ from django.db.backends.signals import connection_created
 
 
 def sqlite_pragmas(sender: Any, connection: Any, **kwargs: Any) -> None:
-    """Django 4.2 has no OPTIONS["init_command"] for SQLite: run the tests' pragmas here."""
-    if connection.vendor == "sqlite":
+    """Django 4.2 has no OPTIONS["init_command"] for SQLite: run the tests' pragmas here, on
+    the databases of the tests' settings (not on a file a test opens in a mode of its own)."""
+    from django.conf import settings
+
+    if connection.vendor == "sqlite" and connection.alias in settings.DATABASES:
         from tests.settings import SQLITE_PRAGMAS
 
         with connection.cursor() as cursor:

@@ -109,6 +109,7 @@ class SQLiteBackend(Backend):
         journal = JournalEntry._meta
         changes, wake_at = write_changes(write)
         with self.write_transaction(), connection.cursor() as cursor:
+            self.take_write_lock()  # Django 4.2's deferred transactions: the lock before a read
             cursor.execute(
                 f"SELECT cancel_requested, terminate_requested, cancel_reason, awaited FROM "
                 f"{instances.db_table} WHERE id = %s AND lease_token = %s",
@@ -196,6 +197,7 @@ class SQLiteBackend(Backend):
         )
         params = [adapt(now), *filters, limit, adapt(now), adapt(now), *filters, limit, limit]
         with self.write_transaction(), connection.cursor() as cursor:
+            self.take_write_lock()  # Django 4.2's deferred transactions: the lock before a read
             cursor.execute(select, params)
             ids = [row[0] for row in cursor.fetchall()]
             if not ids:
