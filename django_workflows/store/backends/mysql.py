@@ -16,10 +16,10 @@ from django.db import DatabaseError, router
 from django.db.models import Model
 from django.db.models.constants import OnConflict
 
-from ...models import JournalEntry, Signal, Status, StoreLock, WorkflowInstance
+from ...models import Signal, Status, StoreLock, WorkflowInstance
 from . import mysql_collations
 from .base import Backend, insert
-from .writes import UNSET, fast_writable, write_changes
+from .writes import UNSET, fast_writable, write_changes, write_rows
 
 if TYPE_CHECKING:
     from ..instances import InstanceWrite
@@ -273,7 +273,6 @@ class MySQLBackend(Backend):
             return NotImplemented
         connection = self.connection
         instances = WorkflowInstance._meta
-        journal = JournalEntry._meta
         changes, wake_at = write_changes(write)
         with _transaction(connection) as cursor:
             cursor.execute(
@@ -288,36 +287,9 @@ class MySQLBackend(Backend):
             entries = dict(write.entries)
             if not (cancel_requested or terminate_requested):
                 entries.update(write.guarded_entries)
-            if entries:
-                fields = [journal.get_field(name) for name in ("instance", "name", "document")]
-                document = journal.get_field("document")
-                suffix = connection.ops.on_conflict_suffix_sql(
-                    fields, OnConflict.UPDATE, [document.column], []
-                )
-                cursor.execute(
-                    f"INSERT INTO {journal.db_table} (instance_id, name, document) VALUES "
-                    + ", ".join(["(%s, %s, %s)"] * len(entries))
-                    + f" {suffix}",
-                    [
-                        value
-                        for name, entry in entries.items()
-                        for value in (id, name, document.get_db_prep_save(entry, connection))
-                    ],
-                )
             if wake_at is not UNSET:
                 changes["wake_at"] = write.now if cancel_requested else wake_at
-            if changes:
-                columns = [instances.get_field(name) for name in changes]
-                cursor.execute(
-                    f"UPDATE {instances.db_table} SET "
-                    + ", ".join(f"{field.column} = %s" for field in columns)  # type: ignore[union-attr]
-                    + " WHERE id = %s",
-                    [
-                        field.get_db_prep_save(value, connection)  # type: ignore[union-attr]
-                        for field, value in zip(columns, changes.values(), strict=True)
-                    ]
-                    + [id],
-                )
+            write_rows(cursor, connection, id, entries, changes, [])
             return row[0], row[1], row[2]
 
     def fast_claim(

@@ -11,11 +11,10 @@ from typing import TYPE_CHECKING, Any
 import django
 from django.core.checks import CheckMessage, Warning
 from django.db import OperationalError, transaction
-from django.db.models.constants import OnConflict
 
-from ...models import FINISHED, JournalEntry, Signal, Status, StoreLock, WorkflowInstance
+from ...models import FINISHED, Signal, Status, StoreLock, WorkflowInstance
 from .base import Backend
-from .writes import UNSET, fast_writable, write_changes
+from .writes import UNSET, fast_writable, write_changes, write_rows
 
 if TYPE_CHECKING:
     from ..instances import InstanceWrite
@@ -106,7 +105,6 @@ class SQLiteBackend(Backend):
             return NotImplemented
         connection = self.connection
         instances = WorkflowInstance._meta
-        journal = JournalEntry._meta
         changes, wake_at = write_changes(write)
         with self.write_transaction(), connection.cursor() as cursor:
             self.take_write_lock()  # Django 4.2's deferred transactions: the lock before a read
@@ -122,36 +120,9 @@ class SQLiteBackend(Backend):
             entries = dict(write.entries)
             if not (cancel_requested or terminate_requested):
                 entries.update(write.guarded_entries)
-            if entries:
-                fields = [journal.get_field(name) for name in ("instance", "name", "document")]
-                document = journal.get_field("document")
-                suffix = connection.ops.on_conflict_suffix_sql(
-                    fields, OnConflict.UPDATE, [document.column], ["instance_id", "name"]
-                )
-                cursor.execute(
-                    f"INSERT INTO {journal.db_table} (instance_id, name, document) VALUES "
-                    + ", ".join(["(%s, %s, %s)"] * len(entries))
-                    + f" {suffix}",
-                    [
-                        value
-                        for name, entry in entries.items()
-                        for value in (id, name, document.get_db_prep_save(entry, connection))
-                    ],
-                )
             if wake_at is not UNSET:
                 changes["wake_at"] = write.now if cancel_requested else wake_at
-            if changes:
-                columns = [instances.get_field(name) for name in changes]
-                cursor.execute(
-                    f"UPDATE {instances.db_table} SET "
-                    + ", ".join(f"{field.column} = %s" for field in columns)  # type: ignore[union-attr]
-                    + " WHERE id = %s",
-                    [
-                        field.get_db_prep_save(value, connection)  # type: ignore[union-attr]
-                        for field, value in zip(columns, changes.values(), strict=True)
-                    ]
-                    + [id],
-                )
+            write_rows(cursor, connection, id, entries, changes, ["instance_id", "name"])
             if row[3] and (write.announce or changes.get("status") in FINISHED):
                 self.notify_ended(id)
             return cancel_requested, terminate_requested, row[2]

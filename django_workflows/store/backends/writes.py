@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ...models import FINISHED, Status
+from django.db.models.constants import OnConflict
+
+from ...models import FINISHED, JournalEntry, Status, WorkflowInstance
 
 if TYPE_CHECKING:
     from ..instances import InstanceWrite
@@ -43,3 +45,46 @@ def write_changes(write: InstanceWrite) -> tuple[dict[str, Any], Any]:
     if changes and set(changes) - {"lease_until"} or wake_at is not UNSET:
         changes["updated_at"] = write.now
     return changes, wake_at
+
+
+def write_rows(
+    cursor: Any,
+    connection: Any,
+    id: str,
+    entries: dict[str, Any],
+    changes: dict[str, Any],
+    conflict_fields: list[str],
+) -> None:
+    """The statements of a fast write, under the lease the caller checked: the journal
+    `entries` upserted in one INSERT (on `conflict_fields`, the unique key, where the database
+    names it), then the instance's `changes` in one UPDATE."""
+    if entries:
+        journal = JournalEntry._meta
+        fields = [journal.get_field(name) for name in ("instance", "name", "document")]
+        document = journal.get_field("document")
+        suffix = connection.ops.on_conflict_suffix_sql(
+            fields, OnConflict.UPDATE, [document.column], conflict_fields
+        )
+        cursor.execute(
+            f"INSERT INTO {journal.db_table} (instance_id, name, document) VALUES "
+            + ", ".join(["(%s, %s, %s)"] * len(entries))
+            + f" {suffix}",
+            [
+                value
+                for name, entry in entries.items()
+                for value in (id, name, document.get_db_prep_save(entry, connection))
+            ],
+        )
+    if changes:
+        instances = WorkflowInstance._meta
+        columns = [instances.get_field(name) for name in changes]
+        cursor.execute(
+            f"UPDATE {instances.db_table} SET "
+            + ", ".join(f"{field.column} = %s" for field in columns)  # type: ignore[union-attr]
+            + " WHERE id = %s",
+            [
+                field.get_db_prep_save(value, connection)  # type: ignore[union-attr]
+                for field, value in zip(columns, changes.values(), strict=True)
+            ]
+            + [id],
+        )
