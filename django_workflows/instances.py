@@ -161,6 +161,7 @@ def start_instance(
 
     # STEP_MIDDLEWARE's process_start(): the caller's trace context, stored with the instance.
     headers = headers_entry(start_headers(id, definition.name, definition.version))
+    instance.has_headers = bool(headers)
     payloads.encode_instance(instance)
     stored, created = create(using)
     if not created and (

@@ -198,7 +198,8 @@ def run_execution(x: Runtime, run: Callable[[], str]) -> str:
 
 def stored_headers(x: Runtime) -> Mapping[str, str]:
     """The headers start() stored with `x`'s instance, from its journal (which the worker's
-    claim reads for a first execution too while a process_execution() exists)."""
+    claim reads for a first execution too while a process_execution() exists, where the
+    instance `has_headers`)."""
     entry = x.journal.get(HEADERS_ENTRY)
     headers = entry.get("headers") if entry is not None else None
     return headers if isinstance(headers, dict) else {}

@@ -154,6 +154,9 @@ class WorkflowInstance(models.Model):
     # Some result() waits for it: on PostgreSQL its end is then NOTIFYed (each NOTIFY costs every
     # listening connection a transaction, so ends nobody waits for are not announced).
     awaited = models.BooleanField(default=False)
+    # start() stored STEP_MIDDLEWARE headers with it (the journal entry `$headers`): only then
+    # does the claim read a first execution's journal for process_execution().
+    has_headers = models.BooleanField(default=False)
     # How often the instance continued as new (ctx.continue_as_new()): 0 for its first run.
     generation = models.PositiveIntegerField(default=0)
     # The instance this one was forked from (django_workflows.fork()), for its admin link.

@@ -4,12 +4,16 @@ putting "django_workflows.contrib.opentelemetry.middleware" in STEP_MIDDLEWARE.
 - start() stores the caller's trace context (the configured propagator's headers: W3C
   `traceparent`, `tracestate`) with the instance.
 - Each execution is a span, `workflow <name>` (kind CONSUMER), linked to the span that called
-  start(); its other events (suspensions, signals, child starts...) are span events on it.
+  start(); its events that no span stands for (a suspension, a compensation beginning, a
+  failure...) are span events on it.
 - A sleep and a wait are child spans of the execution that went past them, from when they began
   (maybe days before, in an earlier execution) to when they ended; a child's start is a child
   span too.
 - Each step attempt and compensation attempt is a child span, `step <name>` or `compensate
   <name>`; a failed one records its exception and has status ERROR.
+
+Four spans per three-step workflow are most of what tracing costs a worker, and each attribute
+adds to a span's cost: a span carries what its name and status do not already say.
 """
 
 from __future__ import annotations
@@ -30,9 +34,22 @@ TRACER_NAME = "django_workflows"
 
 # What an execution returns when the instance did not end well: its span's status is ERROR.
 FAILED_OUTCOMES = frozenset({"failed", "compensation_failed", "error", "store-failed"})
-# Events a span stands for already: an execution's start, a step attempt's end.
+# Events a span stands for already: an execution's start and its completion (its
+# `workflow.outcome`; the output is not an attribute), a step or compensation attempt's end, and
+# the ends of sleeps, waits and child starts (their child spans, below, carry their data).
 _NOT_SPAN_EVENTS = frozenset(
-    {"workflow-started", "workflow-resumed", "step-completed", "step-failed"}
+    {
+        "workflow-started",
+        "workflow-resumed",
+        "workflow-completed",
+        "step-completed",
+        "step-failed",
+        "step-compensated",
+        "sleep-completed",
+        "signal-received",
+        "signal-timed-out",
+        "child-started",
+    }
 )
 _PAYLOAD_KEYS = frozenset({"output", "value"})
 
@@ -60,13 +77,12 @@ class TracingMiddleware:
     def __call__(self, invocation: StepInvocation) -> Any:
         execution = _executions.get(invocation.instance_id)
         parent = execution[1] if execution is not None else None
-        kind = invocation.kind
+        # The kind is in the span's name; a completed attempt is a span without `error.type`.
         span = self.tracer.start_span(
-            f"{'step' if kind == 'step' else 'compensate'} {invocation.step}",
+            f"{'step' if invocation.kind == 'step' else 'compensate'} {invocation.step}",
             context=parent,
             attributes={
                 "workflow.step.name": invocation.step,
-                "workflow.step.kind": kind,
                 "workflow.step.attempt": invocation.attempt,
             },
         )
@@ -78,7 +94,6 @@ class TracingMiddleware:
             raise
         finally:
             context.detach(token)
-        span.set_attribute("workflow.step.outcome", "completed")
         span.end()
         return result
 
@@ -143,9 +158,11 @@ def _failed(span: trace.Span, error: BaseException, outcome_key: str) -> None:
 
 @receiver(workflow_event, dispatch_uid="django_workflows.contrib.opentelemetry")
 def _add_span_event(sender: Any, event: WorkflowEvent, **kwargs: Any) -> None:
-    """An event of an executing instance (a suspension, a signal, a child started...) as a
-    span event on its execution's span."""
-    if event.type in _NOT_SPAN_EVENTS:
+    """An event of an executing instance as a span event on its execution's span (a
+    suspension, a compensation beginning...), or as a child span of it (the end of a sleep, a
+    wait or a child's start), unless its span stands for it already."""
+    child = _CHILD_SPANS.get(event.type)
+    if child is None and event.type in _NOT_SPAN_EVENTS:
         return
     execution = _executions.get(event.id)
     if execution is None:
@@ -156,17 +173,17 @@ def _add_span_event(sender: Any, event: WorkflowEvent, **kwargs: Any) -> None:
         if key not in _PAYLOAD_KEYS and value is not None
     }
     span, parent = execution
-    span.add_event(event.type, attributes=attributes)
-    child = _CHILD_SPANS.get(event.type)
-    if child is not None:
-        name, data_key = child
-        since = event.data.get("since") or event.at
-        trace.get_tracer(TRACER_NAME).start_span(
-            f"{name} {event.data[data_key]}",
-            context=parent,
-            start_time=_nanoseconds(since),
-            attributes={**attributes, "workflow.outcome": event.type},
-        ).end(end_time=_nanoseconds(event.at))
+    if child is None:
+        span.add_event(event.type, attributes=attributes)
+        return
+    name, data_key = child
+    since = event.data.get("since") or event.at
+    trace.get_tracer(TRACER_NAME).start_span(
+        f"{name} {event.data[data_key]}",
+        context=parent,
+        start_time=_nanoseconds(since),
+        attributes={**attributes, "workflow.outcome": event.type},
+    ).end(end_time=_nanoseconds(event.at))
 
 
 def _nanoseconds(moment: Any) -> int:

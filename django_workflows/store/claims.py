@@ -58,7 +58,7 @@ def claim(
     `concurrency` and `rates` (by workflow name), only what the limits let start. With
     `queues`, only instances waiting in one of them (None: every queue); the order holds across
     the queues, and the limits count the instances of every queue. `first_journals`: read the
-    journals of first executions too (the entries start() wrote with the instance)."""
+    journals of first executions too where start() stored headers with them (`has_headers`)."""
     if not workflows or limit < 1 or queues == []:
         return Claim([], 0)
     queues = sorted(set(queues)) if queues is not None else None
@@ -156,12 +156,13 @@ def _decoded(claim: Claim) -> Claim:
 def _journals(
     using: str, claimed: list[WorkflowInstance], first_journals: bool = False
 ) -> dict[str, list[tuple[str, dict[str, Any]]]]:
-    """The journals of the claimed instances that ran before, or were forked with one (any
-    other first execution has none but what start() wrote: read too with `first_journals`)."""
+    """The journals of the claimed instances that ran before, or were forked with one. Any
+    other first execution has none but the headers start() stored: with `first_journals`, the
+    journals of the first executions whose instance has them (`has_headers`) are read too."""
     resumed = [
         instance.pk
         for instance in claimed
-        if first_journals or instance.runs > 1 or instance.forked_from
+        if instance.runs > 1 or instance.forked_from or (first_journals and instance.has_headers)
     ]
     journals: dict[str, list[tuple[str, dict[str, Any]]]] = {}
     if resumed:

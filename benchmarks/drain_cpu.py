@@ -1,0 +1,51 @@
+"""This process's CPU per workflow for in-process drain()s of three-step workflows.
+
+    DB=postgres BENCH_DB_NAME=bench [BENCH_OTEL=1] python benchmarks/drain_cpu.py [N] [ROUNDS]
+
+Drops and re-creates the benchmark database, then ROUNDS times starts N instances of `bench`
+(outside any span) and drains them with `drain()` (one claim at a time), printing the CPU
+(`time.process_time()`) per workflow of each drain. BENCH_OTEL=1 puts the OpenTelemetry
+middleware on, as `run.py --otel` does. Less moved by a busy machine than a rate.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def main() -> None:
+    sys.path.insert(0, str(ROOT))
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "benchmarks.settings")
+    import django
+    from django.conf import settings
+
+    from benchmarks.run import recreate_database
+
+    settings.DATABASES  # noqa: B018 - load the settings before django.setup()
+    recreate_database(os.environ.get("DB", "sqlite"))
+    django.setup()
+    from django.core.management import call_command
+
+    import django_workflows as wf
+
+    call_command("migrate", verbosity=0)
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 500
+    rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 3
+    figures = []
+    for round in range(rounds):
+        for i in range(n):
+            wf.start("bench", {"steps": 3}, id=f"cpu-{round}-{i}")
+        started = time.process_time()
+        wf.drain()
+        figures.append((time.process_time() - started) / n * 1000)
+    drain = "traced" if os.environ.get("BENCH_OTEL") else "sync"
+    print(f"{drain}: CPU per workflow, ms: {' '.join(f'{f:.2f}' for f in figures)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,119 @@
+"""start() marks the instances it stored headers with (`has_headers`), and the claim reads the
+journal of a first execution only for those: an instance started outside any span costs the
+claim no journal read, on every claim path (the hand-written ones and the one under limits)."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+import django_workflows as wf
+from django_workflows import Concurrency, clock
+from django_workflows.durations import parse_duration
+from django_workflows.middleware import HEADERS_ENTRY
+from django_workflows.models import JournalEntry, WorkflowInstance
+from django_workflows.registry import registry
+from django_workflows.store import instances as store
+from django_workflows.worker import limit_rules
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+JOURNAL_TABLE = JournalEntry._meta.db_table
+
+
+def claim(names: list[str]) -> tuple[store.Claim, list[str]]:
+    """One claim as the worker makes it while a process_execution() exists, and the SQL it ran."""
+    concurrency, rates = limit_rules(names)
+    now = clock.now()
+    with CaptureQueriesContext(connection) as queries:
+        claimed = store.claim(
+            "default",
+            owner="test",
+            token=uuid.uuid4().hex,
+            now=now,
+            lease_until=now + parse_duration("30s", "lease"),
+            limit=10,
+            workflows=registry.pairs(names),
+            concurrency=concurrency,
+            rates=rates,
+            first_journals=True,
+        )
+    return claimed, [query["sql"] for query in queries.captured_queries]
+
+
+@pytest.fixture(params=["plain", "limited"])
+def headed(request, define):
+    """A workflow, with a concurrency limit on the "limited" claim path."""
+    options = {"concurrency": Concurrency(5)} if request.param == "limited" else {}
+    define("otel-headed", **options)(lambda ctx, input: "done")
+    return "otel-headed"
+
+
+def test_a_first_execution_started_outside_any_span_costs_the_claim_no_journal_read(headed, spans):
+    wf.start(headed, None, id="unheaded-1")
+    wf.start(headed, None, id="unheaded-2")
+    assert not WorkflowInstance.objects.filter(has_headers=True).exists()
+    claimed, sql = claim([headed])
+    assert sorted(i.id for i in claimed.instances) == ["unheaded-1", "unheaded-2"]
+    assert not any(claimed.journals.values())
+    assert [q for q in sql if JOURNAL_TABLE in q] == []
+
+
+def test_a_first_execution_started_inside_a_span_has_its_headers_read_by_the_claim(
+    headed, spans, tracer
+):
+    with tracer.start_as_current_span("POST /orders"):
+        wf.start(headed, None, id="headed-1")
+    wf.start(headed, None, id="unheaded-1")
+    assert list(WorkflowInstance.objects.filter(has_headers=True).values_list("id", flat=True)) == [
+        "headed-1"
+    ]
+    claimed, sql = claim([headed])
+    assert sorted(i.id for i in claimed.instances) == ["headed-1", "unheaded-1"]
+    assert [id for id, journal in claimed.journals.items() if journal] == ["headed-1"]
+    [(name, document)] = claimed.journals["headed-1"]
+    assert name == HEADERS_ENTRY and "traceparent" in document["headers"]
+    assert len([q for q in sql if JOURNAL_TABLE in q]) == 1
+
+
+def test_without_the_middleware_start_stores_no_headers(define):
+    define("otel-plain")(lambda ctx, input: "done")
+    wf.start("otel-plain", None, id="plain-1")
+    assert WorkflowInstance.objects.get(pk="plain-1").has_headers is False
+    assert not JournalEntry.objects.filter(instance_id="plain-1").exists()
+
+
+def test_the_migration_marks_the_instances_started_before_it_with_headers(define, spans):
+    from datetime import UTC, datetime
+
+    from django.core.management import call_command
+    from django.db.migrations.executor import MigrationExecutor
+
+    before = ("django_workflows", "0010_wakeup_counters")
+    define("otel-old")(lambda ctx, input: "done")
+    call_command("migrate", *before, verbosity=0)
+    try:
+        old = MigrationExecutor(connection).loader.project_state(before).apps
+        instances = old.get_model("django_workflows", "WorkflowInstance")
+        entries = old.get_model("django_workflows", "JournalEntry")
+        now = datetime(2026, 12, 1, 8, 30, tzinfo=UTC)
+        for id in ("old-headed", "old-plain"):
+            instances.objects.create(
+                id=id, workflow="otel-old", version=1, wake_at=now, created_at=now, updated_at=now
+            )
+        headers = {"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}
+        entries.objects.create(
+            instance_id="old-headed",
+            name=HEADERS_ENTRY,
+            document={"kind": "headers", "status": "completed", "headers": headers},
+        )
+    finally:
+        call_command("migrate", "django_workflows", verbosity=0)
+    marked = WorkflowInstance.objects.filter(has_headers=True).values_list("id", flat=True)
+    assert list(marked) == ["old-headed"]
+    wf.drain()
+    [execution] = [s for s in spans() if s.name == "workflow otel-old" and s.links]
+    assert format(execution.links[0].context.span_id, "016x") == "b7ad6b7169203331"
