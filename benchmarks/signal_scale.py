@@ -106,6 +106,7 @@ def fill(connection: Any, vendor: str, args: argparse.Namespace, base: datetime)
     assert wf.get_status("tmpl-finished").status == Status.COMPLETED
     instance, journal, wait = (m._meta.db_table for m in (WorkflowInstance, JournalEntry, Wait))
     columns = [f.column for f in WorkflowInstance._meta.concrete_fields]
+    q = connection.ops.quote_name
     if vendor == "postgres":
         numbers = "generate_series(1, %s) AS seq(n)"
         ago = "%s - n * %s * interval '1 minute'"
@@ -137,9 +138,9 @@ def fill(connection: Any, vendor: str, args: argparse.Namespace, base: datetime)
                     values.append(ago)
                     params += [base, spacing]
                 else:
-                    values.append(f"t.{column}")
+                    values.append(f"t.{q(column)}")
             cursor.execute(
-                f"INSERT INTO {instance} ({', '.join(columns)}) SELECT {', '.join(values)} "
+                f"INSERT INTO {instance} ({', '.join(map(q, columns))}) SELECT {', '.join(values)} "
                 f"FROM {numbers}, {instance} t WHERE t.id = %s",
                 [*params, count, template],
             )
@@ -150,8 +151,8 @@ def fill(connection: Any, vendor: str, args: argparse.Namespace, base: datetime)
                 [prefix, template, prefix, count, template],
             )
             cursor.execute(
-                f"INSERT INTO {wait} (instance_id, signal, {connection.ops.quote_name('key')}) "
-                f"SELECT CONCAT(%s, n), t.signal, CONCAT(%s, n) FROM {numbers}, {wait} t "
+                f"INSERT INTO {wait} (instance_id, {q('signal')}, {q('key')}) "
+                f"SELECT CONCAT(%s, n), t.{q('signal')}, CONCAT(%s, n) FROM {numbers}, {wait} t "
                 f"WHERE t.instance_id = %s",
                 [prefix, prefix, count, template],
             )

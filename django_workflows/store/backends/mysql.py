@@ -253,8 +253,9 @@ class MySQLBackend(Backend):
 
     def wake_waiters(self, *, name: str, key: str | None, now: Any) -> Any:
         """A join from the waits: MariaDB before 11.1 runs an UPDATE's `IN (subquery)` as a
-        dependent subquery, once for every suspended instance (1.6 s a signal() with 100,000
-        suspended); the join reads the wait index, then each waiter by its primary key."""
+        dependent subquery, once for every suspended instance (3,300,000 index rows read, 18 s,
+        a signal() with 100,000 suspended); the join reads the wait index, then each waiter by
+        its primary key."""
         instance, wait = WorkflowInstance._meta.db_table, Wait._meta.db_table
         at = self.connection.ops.adapt_datetimefield_value(now)
         match = "w.`key` = %s" if key is not None else "w.`key` IS NULL"
