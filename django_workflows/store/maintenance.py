@@ -171,18 +171,23 @@ def purge(using: str, *, statuses: list[str], before: datetime, limit: int) -> P
     with transaction.atomic(using=using):
         backend(using).take_write_lock()
         newest = Signal.objects.using(using).aggregate(newest=Max("id"))["newest"] or 0
-        lowest = (
-            WorkflowInstance.objects.using(using)
-            .filter(status__in=UNFINISHED)
-            .aggregate(lowest=Min("signal_cursor"))["lowest"]
-        )
-        ceiling = min(newest - 1, newest if lowest is None else lowest)
+        # The oldest signals that could go, by the newest alone (the ceiling below is never
+        # higher): with none, the lowest cursor, a read of every unfinished instance (a full
+        # scan on MariaDB, 3 s with 100,000 suspended), is not needed.
         signal_ids = list(
             Signal.objects.using(using)
-            .filter(id__lte=ceiling, created_at__lt=before)
+            .filter(id__lte=newest - 1, created_at__lt=before)
             .order_by("id")
             .values_list("id", flat=True)[:limit]
         )
+        if signal_ids:
+            lowest = (
+                WorkflowInstance.objects.using(using)
+                .filter(status__in=UNFINISHED)
+                .aggregate(lowest=Min("signal_cursor"))["lowest"]
+            )
+            ceiling = min(newest - 1, newest if lowest is None else lowest)
+            signal_ids = [id for id in signal_ids if id <= ceiling]
         signals = (
             Signal.objects.using(using)
             .filter(id__in=signal_ids, id__lte=ceiling, created_at__lt=before)
