@@ -21,6 +21,8 @@ instances suspended on distinct keys and --finished completed ones, finished a m
    first (the store's batch, `maintenance.purge`, which `django_workflows.purge()` repeats), and
    then one `django_workflows.purge(older_than=..., batch_size=--batch)` whose cut-off leaves
    exactly one batch: each one's time, its statements' times, and the plans on PostgreSQL.
+   With --reuse the earlier run's purges took those oldest instances already: its cut-off
+   then finds fewer (or none), and the instances signalled before are drawn again, rarely.
 
 The code measured is the checkout the script is run from (its working directory, when it holds
 `django_workflows/`): run it from another checkout to measure that one with this script.
