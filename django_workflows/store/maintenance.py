@@ -108,12 +108,45 @@ def delete_instance(using: str, id: str, statuses: list[str]) -> str | None:
 
 
 def _delete(using: str, ids: list[str]) -> int:
-    # Raw deletes (no cascade collector): every table that points at the instances, first.
-    JournalEntry.objects.using(using).filter(instance_id__in=ids)._raw_delete(using)
-    Wait.objects.using(using).filter(instance_id__in=ids)._raw_delete(using)
-    InstanceTag.objects.using(using).filter(instance_id__in=ids)._raw_delete(using)
-    InstanceAttribute.objects.using(using).filter(instance_id__in=ids)._raw_delete(using)
-    return WorkflowInstance.objects.using(using).filter(pk__in=ids)._raw_delete(using)
+    # Raw deletes (no cascade collector): every table that points at the instances, first; a
+    # thousand ids at a time (with ten thousand in one list PostgreSQL read the whole instance
+    # table, 0.34 s of a purge batch with 1,060,000 rows, before its one statement below).
+    deleted = backend(using).delete_instances(ids)
+    if deleted is not NotImplemented:
+        return deleted  # type: ignore[no-any-return]
+    deleted = 0
+    for start in range(0, len(ids), DELETE_CHUNK):
+        chunk = ids[start : start + DELETE_CHUNK]
+        JournalEntry.objects.using(using).filter(instance_id__in=chunk)._raw_delete(using)
+        Wait.objects.using(using).filter(instance_id__in=chunk)._raw_delete(using)
+        InstanceTag.objects.using(using).filter(instance_id__in=chunk)._raw_delete(using)
+        InstanceAttribute.objects.using(using).filter(instance_id__in=chunk)._raw_delete(using)
+        deleted += WorkflowInstance.objects.using(using).filter(pk__in=chunk)._raw_delete(using)
+    return deleted
+
+
+DELETE_CHUNK = 1000
+
+
+def _oldest_finished(using: str, statuses: list[str], before: datetime, limit: int) -> list[str]:
+    """The ids of up to `limit` instances with one of `statuses` updated before `before`, oldest
+    first, locked (passing over those locked elsewhere) where the database can skip locks.
+
+    One query per status, each in the order of the status index (status, updated_at): with
+    the statuses in one IN list the database sorted every finished instance first (1.8 s of a
+    purge batch with 1,000,000 finished). The oldest `limit` of their rows are the same as one
+    query's; the others stay locked only until the purge commits."""
+    rows: list[tuple[datetime, str]] = []
+    for status in sorted(set(statuses)):
+        candidates = (
+            WorkflowInstance.objects.using(using)
+            .filter(status=status, updated_at__lt=before)
+            .order_by("updated_at", "id")
+        )
+        if backend(using).has_skip_locked:
+            candidates = candidates.select_for_update(skip_locked=True)
+        rows += [(at, id) for id, at in candidates.values_list("pk", "updated_at")[:limit]]
+    return [id for _, id in sorted(rows)[:limit]]
 
 
 @dataclass(frozen=True)
@@ -128,16 +161,9 @@ def purge(using: str, *, statuses: list[str], before: datetime, limit: int) -> P
     unfinished instance can take any more, and the rate-limit windows that ended."""
     with transaction.atomic(using=using):
         backend(using).take_write_lock()
-        candidates = (
-            WorkflowInstance.objects.using(using)
-            .filter(status__in=statuses, updated_at__lt=before)
-            .order_by("updated_at", "id")
-        )
-        if backend(using).has_skip_locked:
-            candidates = candidates.select_for_update(skip_locked=True)
         # The rows are locked (or, on SQLite, the database is) until the deletes commit: a
         # retry that reopens one of them waits for the purge, or the purge skips it.
-        ids = list(candidates.values_list("pk", flat=True)[:limit])
+        ids = _oldest_finished(using, statuses, before, limit)
         instances = _delete(using, ids) if ids else 0
 
     # A signal can go once every unfinished instance started after it (an instance only takes
@@ -145,18 +171,23 @@ def purge(using: str, *, statuses: list[str], before: datetime, limit: int) -> P
     with transaction.atomic(using=using):
         backend(using).take_write_lock()
         newest = Signal.objects.using(using).aggregate(newest=Max("id"))["newest"] or 0
-        lowest = (
-            WorkflowInstance.objects.using(using)
-            .filter(status__in=UNFINISHED)
-            .aggregate(lowest=Min("signal_cursor"))["lowest"]
-        )
-        ceiling = min(newest - 1, newest if lowest is None else lowest)
+        # The oldest signals that could go, by the newest alone (the ceiling below is never
+        # higher): with none, the lowest cursor, a read of every unfinished instance (a full
+        # scan on MariaDB, 3 s with 100,000 suspended), is not needed.
         signal_ids = list(
             Signal.objects.using(using)
-            .filter(id__lte=ceiling, created_at__lt=before)
+            .filter(id__lte=newest - 1, created_at__lt=before)
             .order_by("id")
             .values_list("id", flat=True)[:limit]
         )
+        if signal_ids:
+            lowest = (
+                WorkflowInstance.objects.using(using)
+                .filter(status__in=UNFINISHED)
+                .aggregate(lowest=Min("signal_cursor"))["lowest"]
+            )
+            ceiling = min(newest - 1, newest if lowest is None else lowest)
+            signal_ids = [id for id in signal_ids if id <= ceiling]
         signals = (
             Signal.objects.using(using)
             .filter(id__in=signal_ids, id__lte=ceiling, created_at__lt=before)

@@ -67,19 +67,23 @@ def record_signal(
         if sealed:  # bound to the row's id, which the INSERT just gave it
             signal.payload = payloads.encode_signal(signal, payload)
             Signal.objects.using(using).filter(pk=signal.pk).update(payload=signal.payload)
-        waiting = Wait.objects.using(using).filter(signal=name)
-        waiting = waiting.filter(key=key) if key is not None else waiting.filter(key__isnull=True)
-        woken = (
-            WorkflowInstance.objects.using(using)
-            .filter(status=Status.SUSPENDED, pk__in=waiting.values("instance_id"))
-            .update(
-                wake_at=Case(
-                    When(Q(wake_at__isnull=True) | Q(wake_at__gt=now), then=Value(now)),
-                    default=F("wake_at"),
-                ),
-                updated_at=now,
+        woken = backend(using).wake_waiters(name=name, key=key, now=now)
+        if woken is NotImplemented:
+            waiting = Wait.objects.using(using).filter(signal=name)
+            waiting = (
+                waiting.filter(key=key) if key is not None else waiting.filter(key__isnull=True)
             )
-        )
+            woken = (
+                WorkflowInstance.objects.using(using)
+                .filter(status=Status.SUSPENDED, pk__in=waiting.values("instance_id"))
+                .update(
+                    wake_at=Case(
+                        When(Q(wake_at__isnull=True) | Q(wake_at__gt=now), then=Value(now)),
+                        default=F("wake_at"),
+                    ),
+                    updated_at=now,
+                )
+            )
         return RecordedSignal(signal.id, woken, True, key)
 
 

@@ -8,8 +8,10 @@ import pytest
 from django.core.management import CommandError, call_command
 
 import django_workflows as wf
+from django_workflows import clock
 from django_workflows.models import JournalEntry, Signal, WorkflowInstance
 from django_workflows.results import PurgeResult
+from django_workflows.store import maintenance
 
 pytestmark = pytest.mark.django_db
 
@@ -108,6 +110,47 @@ def test_purge_deletes_in_batches_until_none_is_left(workflow_clock, world):
     assert WorkflowInstance.objects.filter(pk__startswith="old-").count() == 0
     assert exists("recent")
     assert wf.purge(older_than="30d", batch_size=2).instances == 0
+
+
+def test_a_purge_batch_takes_the_oldest_finished_instances_whatever_their_status(
+    workflow_clock, world
+):
+    world.failures["charge"] = 1
+    wf.start("ops-two-steps", {}, id="failed-first")
+    wf.drain()
+    workflow_clock.advance("1d")
+    completed("completed-second")
+    workflow_clock.advance("1d")
+    wf.start("wait-once", {"key": "k"}, id="cancelled-third")
+    wf.drain()
+    wf.cancel("cancelled-third")
+    wf.drain()
+    workflow_clock.advance("1d")
+    completed("completed-fourth")
+    assert wf.get_status("failed-first").status == "failed"
+    assert wf.get_status("cancelled-third").status == "cancelled"
+    workflow_clock.advance("31d")
+    batch = maintenance.purge(
+        "default",
+        statuses=["completed", "failed", "cancelled"],
+        before=clock.now(),
+        limit=2,
+    )
+    assert batch.instances == 2
+    assert not exists("failed-first") and not exists("completed-second")
+    assert exists("cancelled-third") and exists("completed-fourth")
+
+
+def test_a_purge_batch_deletes_every_instance_and_journal_however_many_ids(
+    workflow_clock, world, monkeypatch
+):
+    monkeypatch.setattr(maintenance, "DELETE_CHUNK", 2)  # five ids: three rounds of deletes
+    for i in range(5):
+        completed(f"old-{i}")
+    workflow_clock.advance("31d")
+    assert wf.purge(older_than="30d", batch_size=10).instances == 5
+    assert not WorkflowInstance.objects.filter(pk__startswith="old-").exists()
+    assert not JournalEntry.objects.filter(instance_id__in=[f"old-{i}" for i in range(5)]).exists()
 
 
 def test_purge_deletes_signals_no_unfinished_instance_can_take_but_keeps_the_newest(

@@ -184,6 +184,18 @@ class Backend:
         gone). NotImplemented where the store takes the general path."""
         return NotImplemented
 
+    def delete_instances(self, ids: list[str]) -> Any:
+        """Delete the instances `ids` and every row that points at them (journal, waits, tags,
+        attributes) without a cascade collector: how many instances, or NotImplemented where
+        the ORM's deletes do it."""
+        return NotImplemented
+
+    def wake_waiters(self, *, name: str, key: str | None, now: Any) -> Any:
+        """Make due now (or keep an earlier wake time) every suspended instance with a wait
+        registered for signal `name` with exactly `key`: how many, or NotImplemented where the
+        ORM's UPDATE with a subquery on the waits does it."""
+        return NotImplemented
+
     def listed_queues(self, limit: int) -> list[str]:
         """Up to `limit` queues, sorted, for the admin's queue filter: those of the instances
         with a wake time, read from the partial claim index dw_instance_queue_due, which holds

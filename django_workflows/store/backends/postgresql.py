@@ -14,7 +14,16 @@ from django.db.models import BooleanField, Q
 from django.db.models.expressions import RawSQL
 from django.db.models.lookups import Exact
 
-from ...models import FINISHED, JournalEntry, Signal, Status, WorkflowInstance
+from ...models import (
+    FINISHED,
+    InstanceAttribute,
+    InstanceTag,
+    JournalEntry,
+    Signal,
+    Status,
+    Wait,
+    WorkflowInstance,
+)
 from .base import ENDED_CHANNEL, NOTIFY_CHANNEL, Backend
 from .writes import UNSET, fast_writable, write_changes
 
@@ -125,6 +134,24 @@ class PostgreSQLBackend(Backend):
             except Exception:
                 logger.exception("Listening for PostgreSQL notifications failed; retrying in 5s.")
                 stop.wait(5)
+
+    def delete_instances(self, ids: list[str]) -> Any:
+        """One statement with the ids as one array: the ORM's five deletes, each with ten
+        thousand parameters quoted one by one, cost a purge batch 1.6 s in Python alone."""
+        dependents = [JournalEntry, Wait, InstanceTag, InstanceAttribute]
+        deletes = ", ".join(
+            f"d{n} AS (DELETE FROM {model._meta.db_table} WHERE instance_id IN "
+            f"(SELECT id FROM doomed))"
+            for n, model in enumerate(dependents)
+        )
+        with self.connection.cursor() as cursor:
+            cursor.execute(
+                f"WITH doomed AS (SELECT unnest(%s::text[]) AS id), {deletes} "
+                f"DELETE FROM {WorkflowInstance._meta.db_table} "
+                f"WHERE id IN (SELECT id FROM doomed)",
+                [list(ids)],
+            )
+            return cursor.rowcount
 
     def listed_queues(self, limit: int) -> list[str]:
         """A loose index scan, written out (PostgreSQL has none of its own): the next queue
