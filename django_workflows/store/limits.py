@@ -126,12 +126,12 @@ class Full:
             allowed &= ~Q(workflow=workflow, **{f"{column}__in": sorted(keys)})
         for workflow, per_key in sorted(self.per_key.items()):
             # The per_key-th live lease of the candidate's key (an instance without a key
-            # matches none: it counts only toward the workflow's limit).
+            # matches none: it counts only toward the workflow's limit). The lease alone, as
+            # the contract has it: a probe of the index, without reading the row.
             held = WorkflowInstance.objects.filter(
                 workflow=workflow,
                 concurrency_key=OuterRef("concurrency_key"),
                 lease_until__gte=self.now,
-                status__in=LIVE,
             )
             allowed &= ~Q(Q(workflow=workflow) & Exists(held[per_key - 1 : per_key]))
         return allowed
@@ -155,10 +155,10 @@ class Full:
             parts.append(
                 f"NOT (workflow = %s AND EXISTS (SELECT 1 FROM {table} AS held "
                 f"WHERE held.workflow = %s AND held.concurrency_key = {table}.concurrency_key "
-                f"AND held.lease_until >= %s AND held.status IN (%s, %s)"
+                f"AND held.lease_until >= %s"
                 f"{'' if per_key == 1 else f' LIMIT 1 OFFSET {int(per_key) - 1}'}))"
             )
-            params += [workflow, workflow, adapt(self.now), *LIVE]
+            params += [workflow, workflow, adapt(self.now)]
         return " AND ".join(parts), params
 
 
