@@ -128,8 +128,11 @@ class Full:
             # The per_key-th live lease of the candidate's key (an instance without a key
             # matches none: it counts only toward the workflow's limit). The lease alone, as
             # the contract has it: a probe of the index, without reading the row.
+            # (The key IS NOT NULL lets PostgreSQL read dw_instance_live_key, partial, also
+            # when it hashes the subquery's rows rather than probe it per candidate.)
             held = WorkflowInstance.objects.filter(
                 workflow=workflow,
+                concurrency_key__isnull=False,
                 concurrency_key=OuterRef("concurrency_key"),
                 lease_until__gte=self.now,
             )
