@@ -511,6 +511,8 @@ def main(argv: list[str] | None = None) -> None:
     }
     if args.otel:
         env["BENCH_OTEL"] = "1"
+    if args.keys and not args.unkeyed:
+        env["BENCH_KEYED"] = os.environ["BENCH_KEYED"] = "1"  # bench-keyed registered
     os.environ.update(DB=args.db, DJANGO_SETTINGS_MODULE=SETTINGS)
     if args.otel:
         os.environ["BENCH_OTEL"] = "1"
