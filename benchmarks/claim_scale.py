@@ -204,7 +204,7 @@ def main() -> None:
     listed = backend(connection.alias).listed_queues(100)
     print(f"the admin's queue filter: {listed} in {(time.perf_counter() - t) * 1000:.2f} ms")
     for label, queues in [("every queue", None), ("queue rare", ["rare"])][: 1 + args.queues]:
-        _explain(connection, vendor, now, label, queues)
+        _explain(connection, vendor, now, label, queues, rules)
 
 
 def _key(connection: Any, vendor: str, table: str, keys: int, due: int) -> None:
@@ -240,7 +240,14 @@ def _index_reads(connection: Any, vendor: str) -> int:
         return sum(int(value) for name, value in cursor.fetchall() if name != "Handler_read_rnd")
 
 
-def _explain(connection: Any, vendor: str, now: Any, label: str, queues: list[str] | None) -> None:
+def _explain(
+    connection: Any,
+    vendor: str,
+    now: Any,
+    label: str,
+    queues: list[str] | None,
+    rules: dict[str, Any] | None = None,
+) -> None:
     """Print the database's plan of the claim's statements (of one queue, or every one): the
     statements claim() sends, caught as it runs in a transaction rolled back afterwards, each
     under EXPLAIN ANALYZE on PostgreSQL (the UPDATE too) and EXPLAIN on MariaDB (its SELECTs)."""
@@ -264,6 +271,7 @@ def _explain(connection: Any, vendor: str, now: Any, label: str, queues: list[st
             limit=10,
             workflows=[("bench", 1)],
             queues=queues,
+            concurrency=rules,
         )
         transaction.set_rollback(True)
     prefix = "EXPLAIN (ANALYZE, BUFFERS) " if vendor == "postgres" else "EXPLAIN "
@@ -271,7 +279,7 @@ def _explain(connection: Any, vendor: str, now: Any, label: str, queues: list[st
         for sql, params in sent:
             if vendor == "mysql" and "FOR UPDATE SKIP LOCKED" not in sql:
                 continue
-            if vendor == "postgres" and "WITH" not in sql:
+            if vendor == "postgres" and "WITH" not in sql and "FOR UPDATE" not in sql:
                 continue
             cursor.execute(prefix + sql, params)
             print(f"the claim's plan ({label}):")

@@ -29,6 +29,11 @@
 With --async, the instances are of `bench-async`: the same steps, as an async def workflow
 whose steps are coroutines (run on the worker's event loop).
 
+With --keys K, the instances are of `bench-keyed`: the same steps under
+`Concurrency(limit=1, key=customer)`, instance n of customer n mod K; with --keys K --unkeyed,
+the same inputs drained as `bench`, without a limit, to compare with; the starts then go 500 to
+a transaction (the start phase's figures are not comparable with the others').
+
 With --once, the drain's processes are `runworkflows --once`, which exit once idle; no step 5.
 
 With --compare-processes (and --processes P > 1), steps 1-4 run twice on a fresh database,
@@ -90,6 +95,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         dest="async_",
         action="store_true",
         help="drain `bench-async` (an async def workflow, async steps) instead of `bench`",
+    )
+    parser.add_argument(
+        "--keys",
+        type=int,
+        default=0,
+        help="K customers: drain `bench-keyed` (Concurrency(limit=1, key=customer))",
+    )
+    parser.add_argument(
+        "--unkeyed", action="store_true", help="with --keys: the same inputs as `bench`, no limit"
     )
     parser.add_argument("--latency-samples", type=int, default=30)
     parser.add_argument(
@@ -273,7 +287,20 @@ def start_phase(args: argparse.Namespace) -> float:
     import django_workflows as wf
 
     name = "bench-async" if args.async_ else "bench"
+    if args.keys and not args.unkeyed:
+        name = "bench-keyed"
     began = time.perf_counter()
+    if args.keys:
+        # The drain is what --keys measures: the instances all due before it, started 500 to a
+        # transaction (one commit each is minutes on a loaded machine).
+        from django.db import transaction
+
+        for first in range(0, args.workflows, 500):
+            with transaction.atomic():
+                for index in range(first, min(first + 500, args.workflows)):
+                    input = {"steps": args.steps, "customer": f"c{index % args.keys:05d}"}
+                    wf.start(name, input, id=f"bench-{index:06d}")
+        return time.perf_counter() - began
     for index in range(args.workflows):
         wf.start(name, {"steps": args.steps}, id=f"bench-{index:06d}")
     return time.perf_counter() - began
@@ -368,7 +395,12 @@ def measure(args: argparse.Namespace, env: dict[str, str], processes: int) -> di
     args = argparse.Namespace(**{**vars(args), "processes": processes})
     print(
         f"run: {args.workflows} workflows x {args.steps} steps, concurrency {args.concurrency}, "
-        f"{'in-process Worker' if args.in_process else f'{processes} runworkflows process(es)'}"
+        + (
+            f"{args.keys} customers {'without a limit' if args.unkeyed else 'limit 1 each'}, "
+            if args.keys
+            else ""
+        )
+        + f"{'in-process Worker' if args.in_process else f'{processes} runworkflows process(es)'}"
     )
     before_start = xact_commit(args.db)
     mysql_before_start = mysql_commits(args.db)
@@ -479,6 +511,8 @@ def main(argv: list[str] | None = None) -> None:
     }
     if args.otel:
         env["BENCH_OTEL"] = "1"
+    if args.keys and not args.unkeyed:
+        env["BENCH_KEYED"] = os.environ["BENCH_KEYED"] = "1"  # bench-keyed registered
     os.environ.update(DB=args.db, DJANGO_SETTINGS_MODULE=SETTINGS)
     if args.otel:
         os.environ["BENCH_OTEL"] = "1"

@@ -84,6 +84,23 @@ class DueIndex(models.Index):
         return statement
 
 
+class LiveKeyIndex(models.Index):
+    """The leased instances with a concurrency key, by workflow and key: a claim under a key's
+    limit probes here whether a candidate's key has its slots taken. Partial (the instances
+    that run) where the database has partial indexes, a plain one on MySQL and MariaDB."""
+
+    def create_sql(self, model: Any, schema_editor: Any, using: str = "", **kwargs: Any) -> Any:
+        statement = super().create_sql(model, schema_editor, using, **kwargs)
+        if schema_editor.connection.features.supports_partial_indexes:
+            key, lease = (
+                schema_editor.quote_name(model._meta.get_field(name).column)
+                for name in ("concurrency_key", "lease_until")
+            )
+            condition = f" WHERE {key} IS NOT NULL AND {lease} IS NOT NULL"
+            statement.parts["condition"] = condition  # type: ignore[assignment]
+        return statement
+
+
 class CoveringIndex(models.Index):
     """An index that also holds the `covering` fields where the database has covering indexes
     (PostgreSQL's INCLUDE), so that a scan of it needs no table row; a plain index elsewhere,
@@ -196,6 +213,10 @@ class WorkflowInstance(models.Model):
             # The leased instances with a wake time, by lease end: the claims' lapsed leases
             # (a plain index on lease_until on MySQL and MariaDB, where nothing reads it).
             DueIndex(fields=["lease_until"], name="dw_instance_leased", lease="held"),
+            # Claims under a key's limit: the live leases of a candidate's key.
+            LiveKeyIndex(
+                fields=["workflow", "concurrency_key", "lease_until"], name="dw_instance_live_key"
+            ),
             models.Index(fields=["status", "updated_at"], name="dw_instance_status"),
             models.Index(fields=["workflow", "version", "status"], name="dw_instance_workflow"),
             models.Index(fields=["parent_id"], name="dw_instance_parent"),

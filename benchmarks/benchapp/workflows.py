@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
-from django_workflows import workflow
+from django_workflows import Concurrency, workflow
 
 
 @workflow("bench")
@@ -13,6 +14,15 @@ def bench(ctx: Any, input: dict[str, Any]) -> dict[str, Any]:
     for i in range(int(input["steps"])):
         last = ctx.step(f"step-{i}", lambda step, i=i: {"i": i, "ok": True})
     return {"steps": input["steps"], "last": last}
+
+
+if os.environ.get("BENCH_KEYED"):
+    # Only when asked for (run.py --keys): a worker whose workflows include one with a limit
+    # claims every workflow under limits, so registered always it would slow every other drain.
+    @workflow("bench-keyed", concurrency=Concurrency(limit=1, key=lambda input: input["customer"]))
+    def bench_keyed(ctx: Any, input: dict[str, Any]) -> dict[str, Any]:
+        """`bench` under `Concurrency(limit=1, key=customer)` (benchmarks/run.py --keys)."""
+        return bench(ctx, input)
 
 
 @workflow("bench-async")

@@ -15,17 +15,19 @@ from __future__ import annotations
 import functools
 import operator
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db.models import Count, F, Q
+from django.db import connections
+from django.db.models import Count, Exists, F, OuterRef, Q
 
 from ..models import RateLimitWindow, Status, WorkflowInstance
 from . import due as due_scan
 from .backends import backend
 
 SCAN = 20  # candidates read per slot asked for: room for the ones passed over
+LIVE = (Status.RUNNING, Status.COMPENSATING)  # the statuses of an instance with a live lease
 
 
 @dataclass(frozen=True)
@@ -79,13 +81,14 @@ def pick(
     Takes the concurrency locks, locks the candidates (skipping those another claim holds),
     and takes room in the rate-limit windows of the ones it returns."""
     backend(using).lock_names([f"concurrency:{name}" for name in concurrency])
-    slots, key_slots = _free_slots(using, now, concurrency)
-    full = _full(using, now, concurrency, rates, slots, key_slots)
+    slots = _free_slots(using, now, concurrency)
+    full = _full(using, now, concurrency, rates, slots)
     candidates = _candidates(
         using, now=now, limit=limit * SCAN, workflows=workflows, full=full, queues=queues
     )
     if not candidates:
         return []
+    key_slots = _free_key_slots(using, now, concurrency, candidates)
     room, stored = _room(using, now, rates, candidates)
     chosen = _stages(candidates, limit, concurrency, rates, slots, key_slots, room)
     if not chosen or not rates:
@@ -106,20 +109,39 @@ def pick(
 
 @dataclass
 class Full:
-    """What has no room at all: whole workflows, and keys of a workflow (by column)."""
+    """What has no room at all: whole workflows, keys of a workflow (by column), and the
+    workflows whose concurrency keys have `per_key` slots each, of which the keys with every
+    slot taken by a live lease (as of `now`) are full too: the database tests those itself,
+    a probe of dw_instance_live_key per candidate, rather than receive every full key."""
 
     workflows: set[str]
     keys: dict[tuple[str, str], set[str]]  # (workflow, "concurrency_key" | "rate_limit_key")
+    per_key: dict[str, int] = field(default_factory=dict)
+    now: datetime | None = None
 
     def q(self) -> Q:
         """The candidates with room, as a filter."""
         allowed = ~Q(workflow__in=sorted(self.workflows)) if self.workflows else Q()
         for (workflow, column), keys in sorted(self.keys.items()):
             allowed &= ~Q(workflow=workflow, **{f"{column}__in": sorted(keys)})
+        for workflow, per_key in sorted(self.per_key.items()):
+            # The per_key-th live lease of the candidate's key (an instance without a key
+            # matches none: it counts only toward the workflow's limit). The lease alone, as
+            # the contract has it: a probe of the index, without reading the row.
+            # (The key IS NOT NULL lets PostgreSQL read dw_instance_live_key, partial, also
+            # when it hashes the subquery's rows rather than probe it per candidate.)
+            held = WorkflowInstance.objects.filter(
+                workflow=workflow,
+                concurrency_key__isnull=False,
+                concurrency_key=OuterRef("concurrency_key"),
+                lease_until__gte=self.now,
+            )
+            allowed &= ~Q(Q(workflow=workflow) & Exists(held[per_key - 1 : per_key]))
         return allowed
 
-    def sql(self) -> tuple[str, list[Any]]:
-        """The same as SQL (for MySQL's hand-written candidates' scan)."""
+    def sql(self, adapt: Any) -> tuple[str, list[Any]]:
+        """The same as SQL (for MySQL's hand-written candidates' scan); `adapt`: the
+        connection's adapt_datetimefield_value."""
         parts: list[str] = []
         params: list[Any] = []
         if self.workflows:
@@ -131,6 +153,15 @@ class Full:
                 f"AND {column} IN ({', '.join(['%s'] * len(keys))}))"
             )
             params += [workflow, *sorted(keys)]
+        table = WorkflowInstance._meta.db_table
+        for workflow, per_key in sorted(self.per_key.items()):
+            parts.append(
+                f"NOT (workflow = %s AND EXISTS (SELECT 1 FROM {table} AS held "
+                f"WHERE held.workflow = %s AND held.concurrency_key = {table}.concurrency_key "
+                f"AND held.lease_until >= %s"
+                f"{'' if per_key == 1 else f' LIMIT 1 OFFSET {int(per_key) - 1}'}))"
+            )
+            params += [workflow, workflow, adapt(self.now)]
         return " AND ".join(parts), params
 
 
@@ -140,14 +171,12 @@ def _full(
     concurrency: dict[str, ConcurrencyRule],
     rates: dict[str, RateRule],
     slots: dict[str, float],
-    key_slots: dict[tuple[str, str], float],
 ) -> Full:
     """The workflows and keys without a free slot or room in their window: the candidates'
     scan passes over them, so a full key never fills the scan and holds back the others."""
     full = Full({w for w, free in slots.items() if free <= 0}, {})
-    for (workflow, key), free in key_slots.items():
-        if free <= 0:
-            full.keys.setdefault((workflow, "concurrency_key"), set()).add(key)
+    full.per_key = {w: r.per_key for w, r in concurrency.items() if r.per_key is not None}
+    full.now = now
     if rates:
         windows = RateLimitWindow.objects.using(using).filter(
             workflow__in=list(rates), window_end__gt=now
@@ -175,7 +204,11 @@ def _candidates(
 ) -> list[Candidate]:
     """The due instances with room, in claim order, locked, skipping those another claim holds."""
     ids = backend(using).claim_candidates(
-        now=now, limit=limit, workflows=workflows, where=full.sql(), queues=queues
+        now=now,
+        limit=limit,
+        workflows=workflows,
+        where=full.sql(connections[using].ops.adapt_datetimefield_value),
+        queues=queues,
     )
     of_workflows = functools.reduce(
         operator.or_, (Q(workflow=name, version=version) for name, version in workflows)
@@ -205,37 +238,63 @@ def _candidates(
 
 def _free_slots(
     using: str, now: datetime, concurrency: dict[str, ConcurrencyRule]
-) -> tuple[dict[str, float], dict[tuple[str, str], float]]:
-    """Free slots per workflow and per (workflow, concurrency key): limit minus live leases."""
-    slots: dict[str, float] = {}
-    key_slots: dict[tuple[str, str], float] = {}
-    if not concurrency:
-        return slots, key_slots
-    live = (
-        WorkflowInstance.objects.using(using)
+) -> dict[str, float]:
+    """Free slots per workflow: its limit minus its live leases (counted only for a workflow
+    with a limit of its own)."""
+    limited = [workflow for workflow, rule in concurrency.items() if rule.limit is not None]
+    held: Counter[str] = Counter()
+    if limited:
         # A live lease is a running or compensating instance's (every other status comes with
         # its release): the status index then reads the few that run, not the workflow's history.
-        .filter(
-            status__in=[Status.RUNNING, Status.COMPENSATING],
-            workflow__in=list(concurrency),
-            lease_until__gte=now,
+        live = (
+            WorkflowInstance.objects.using(using)
+            .filter(status__in=LIVE, workflow__in=limited, lease_until__gte=now)
+            .values_list("workflow")
+            .annotate(n=Count("id"))
         )
+        held.update(dict(live.order_by()))
+    return {
+        workflow: float("inf") if rule.limit is None else rule.limit - held[workflow]
+        for workflow, rule in concurrency.items()
+    }
+
+
+def _free_key_slots(
+    using: str,
+    now: datetime,
+    concurrency: dict[str, ConcurrencyRule],
+    candidates: list[Candidate],
+) -> dict[tuple[str, str], float]:
+    """Free slots per (workflow, concurrency key) of the candidates: the key's limit minus its
+    live leases. The scan passed over the keys with none free, so a key of one slot has it free
+    and needs no count; larger ones are counted, for the candidates' keys only."""
+    counted = {
+        (c.workflow, c.concurrency_key)
+        for c in candidates
+        if c.concurrency_key is not None
+        and (concurrency.get(c.workflow) or ConcurrencyRule()).per_key not in (None, 1)
+    }
+    key_slots: dict[tuple[str, str], float] = {}
+    if not counted:
+        return key_slots
+    match = functools.reduce(
+        operator.or_,
+        (
+            Q(workflow=workflow, concurrency_key__in=sorted(k for w, k in counted if w == workflow))
+            for workflow in sorted({w for w, _ in counted})
+        ),
+    )
+    live = (
+        WorkflowInstance.objects.using(using)
+        .filter(match, status__in=LIVE, lease_until__gte=now)
         .values_list("workflow", "concurrency_key")
         .annotate(n=Count("id"))
     )
-    held: Counter[str] = Counter()
-    held_by_key: Counter[tuple[str, str]] = Counter()
-    for workflow, key, n in live:
-        held[workflow] += n
-        if key is not None:
-            held_by_key[(workflow, key)] += n
-    for workflow, rule in concurrency.items():
-        slots[workflow] = float("inf") if rule.limit is None else rule.limit - held[workflow]
-    for (workflow, key), n in held_by_key.items():
-        rule = concurrency[workflow]
-        if rule.per_key is not None:
-            key_slots[(workflow, key)] = rule.per_key - n
-    return slots, key_slots
+    for workflow, key, n in live.order_by():
+        per_key = concurrency[workflow].per_key
+        assert per_key is not None
+        key_slots[(workflow, key)] = per_key - n
+    return key_slots
 
 
 def _windows_of(candidate: Candidate, rates: dict[str, RateRule]) -> list[tuple[WindowId, Window]]:

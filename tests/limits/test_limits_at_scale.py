@@ -1,0 +1,54 @@
+"""Limit how many run at once, with many keys at their limit (issue 15): the full keys stay in
+the database, so a claim's statements do not grow with them."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+
+import django_workflows as wf
+from django_workflows import Concurrency
+
+from .test_limits import claim, release
+
+pytestmark = pytest.mark.django_db
+
+
+def test_a_claim_sends_no_list_of_the_full_keys(define, workflow_clock):
+    @define("many-keys", concurrency=Concurrency(limit=1, key=lambda input: input["k"]))
+    def many_keys(ctx, input):
+        return None
+
+    for i in range(60):
+        wf.start("many-keys", {"k": f"key-{i:02d}"}, id=f"a{i:02d}")
+    assert len(claim("many-keys", limit=60)) == 60  # 60 keys at their limit
+    for i in range(60):
+        wf.start("many-keys", {"k": f"key-{i:02d}"}, id=f"b{i:02d}")  # each waits on its key
+    wf.start("many-keys", {"k": "free"}, id="c00")
+    sent: list[int] = []
+
+    def count(execute, sql, params, many, context):
+        sent.append(len(params or ()))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(count):
+        assert claim("many-keys") == ["c00"]
+    assert max(sent) < 60  # no statement with a parameter per full key
+    release("a07")
+    assert claim("many-keys") == ["b07"]
+
+
+def test_a_key_with_several_slots_counts_only_its_live_leases(define, workflow_clock):
+    @define("two-per-key", concurrency=Concurrency(limit=2, key=lambda input: input["k"]))
+    def two_per_key(ctx, input):
+        return None
+
+    for i in range(4):
+        wf.start("two-per-key", {"k": "x"}, id=f"x{i}")
+    wf.start("two-per-key", {"k": "y"}, id="y0")
+    assert claim("two-per-key", limit=1) == ["x0"]
+    assert claim("two-per-key") == ["x1", "y0"]  # one slot of x left, and y's
+    assert claim("two-per-key") == []
+    release("x0")
+    workflow_clock.advance("1s")
+    assert claim("two-per-key") == ["x2"]
