@@ -10,6 +10,8 @@ import threading
 import uuid
 from datetime import datetime, timedelta
 
+from django.db import transaction
+
 from .. import clock
 from ..client import cancel
 from ..definitions import Schedule, Workflow
@@ -103,15 +105,17 @@ class Scheduler:
             self.using,
             [schedule.pk for schedule in claimed if schedule.spec.get("overlap") != "allow"],
         )
-        for schedule in claimed:
-            try:
-                self._run(schedule, token, now, declared, running.get(schedule.pk, []))
-            except Exception:
-                logger.exception(
-                    "Schedule %s failed to start its occurrences; a worker tries again once its "
-                    "lease expires.",
-                    schedule.pk,
-                )
+        with store.batch_transaction(self.using):
+            for schedule in claimed:
+                try:
+                    with transaction.atomic(using=self.using):  # a savepoint: this one alone
+                        self._run(schedule, token, now, declared, running.get(schedule.pk, []))
+                except Exception:
+                    logger.exception(
+                        "Schedule %s failed to start its occurrences; a worker tries again once "
+                        "its lease expires.",
+                        schedule.pk,
+                    )
         return len(claimed)
 
     def _run(

@@ -7,6 +7,8 @@ another claim holds, and the lease holder's write is fenced by its lease token.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -154,6 +156,17 @@ def claim_schedules(
             .filter(lease_token=token, pk__in=ids)
             .order_by("wake_at", "id")
         )
+
+
+@contextmanager
+def batch_transaction(using: str) -> Iterator[None]:
+    """One transaction around a batch of claimed schedules' starts and writes, each of them in
+    a savepoint of it: one commit per batch rather than two per schedule. READ COMMITTED on
+    MySQL and MariaDB, so that each start reads what its own transaction would have read (the
+    latest signal id)."""
+    backend(using).read_committed_next()
+    with backend(using).write_transaction():
+        yield
 
 
 def running_instances(using: str, ids: list[str]) -> dict[str, list[str]]:
