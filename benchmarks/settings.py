@@ -60,3 +60,10 @@ if os.environ.get("BENCH_STATEMENTS"):
     from benchmarks import statements
 
     statements.install(os.environ["BENCH_STATEMENTS"])
+
+# BENCH_TRACEMALLOC=<dir> (benchmarks/memory.py): a runworkflows process traces its allocations
+# and writes a snapshot to <dir> at each SIGUSR1.
+if os.environ.get("BENCH_TRACEMALLOC") and "runworkflows" in __import__("sys").argv:
+    from benchmarks import memory_trace
+
+    memory_trace.install(os.environ["BENCH_TRACEMALLOC"])

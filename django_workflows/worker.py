@@ -88,14 +88,15 @@ class Worker:
         for name in self.workflows or []:
             registry.resolve(name)  # WorkflowNotFoundError names what is registered
         self.concurrency_rules, self.rate_rules = limit_rules(self.workflows)
+        self._stopping = threading.Event()
         self.scheduler = Scheduler(
             database_alias(using),
             self.id,
             scheduled_workflows(self.workflows, self.queues),
             self.lease_duration,
+            stopping=self._stopping,
         )
         self.using = database_alias(using)
-        self._stopping = threading.Event()
         self._wake = threading.Event()  # a start, a signal or a stop: look for work now
         self._freed = threading.Event()  # an execution ended: a slot is free
         self._lock = threading.Lock()
@@ -271,6 +272,10 @@ class Worker:
                 get_settings().worker.wakeup_interval,
                 name=f"{self.id} wake-up watcher",
             )
+        ticker = None
+        if not until_idle:  # a long tick (many schedules due at once) holds back no claim
+            ticker = threading.Thread(target=self._schedule, name=f"{self.id} schedules")
+            ticker.start()
         futures: set[Future[Any]] = set()
         pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="workflow")
         # With a backlog (the last claim filled every free slot), claim again once a batch of
@@ -281,7 +286,10 @@ class Worker:
         executed = 0
         try:
             while not self._stopping.is_set():
-                if time.monotonic() - scheduled_at >= self.poll_interval.total_seconds():
+                if (
+                    until_idle
+                    and time.monotonic() - scheduled_at >= self.poll_interval.total_seconds()
+                ):
                     scheduled_at = time.monotonic()
                     self._tick_schedules()
                 futures = {f for f in futures if not f.done()}
@@ -314,10 +322,21 @@ class Worker:
         finally:
             wakeups.unsubscribe(self._wake)
             self._shut_down(pool, futures)
+            if ticker is not None:
+                ticker.join()
             if listener is not None:
                 listener.join(2)  # it checks for the stop once a second, then closes its connection
             self._presence.unregister()  # a clean exit: no longer in the registry
         return executed
+
+    def _schedule(self) -> None:
+        """run()'s schedules thread: a tick once a poll interval, until the stop."""
+        try:
+            while not self._stopping.is_set():
+                self._tick_schedules()
+                self._stopping.wait(self._poll_wait())
+        finally:
+            connections[self.using].close()
 
     def _tick_schedules(self) -> None:
         """Once a poll interval: the declared schedules (once a minute) and the due occurrences."""

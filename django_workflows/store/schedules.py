@@ -7,6 +7,8 @@ another claim holds, and the lease holder's write is fenced by its lease token.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -15,7 +17,7 @@ from django.db import transaction
 from django.db.models import F, Q
 
 from .. import codecs
-from ..models import WorkflowSchedule
+from ..models import UNFINISHED, WorkflowInstance, WorkflowSchedule
 from .backends import backend
 from .deadlocks import retries_deadlocks
 
@@ -154,6 +156,29 @@ def claim_schedules(
             .filter(lease_token=token, pk__in=ids)
             .order_by("wake_at", "id")
         )
+
+
+@contextmanager
+def batch_transaction(using: str) -> Iterator[None]:
+    """One transaction around a batch of claimed schedules' starts and writes, each of them in
+    a savepoint of it: one commit per batch rather than two per schedule. READ COMMITTED on
+    MySQL and MariaDB, so that each start reads what its own transaction would have read (the
+    latest signal id)."""
+    backend(using).read_committed_next()
+    with backend(using).write_transaction():
+        yield
+
+
+def running_instances(using: str, ids: list[str]) -> dict[str, list[str]]:
+    """The unfinished instances of these schedules, by schedule id: one query (by the
+    instances' schedule_id index) for a batch of claimed schedules."""
+    running: dict[str, list[str]] = {}
+    if not ids:
+        return running
+    rows = WorkflowInstance.objects.using(using).filter(schedule_id__in=ids, status__in=UNFINISHED)
+    for schedule_id, id in rows.values_list("schedule_id", "id"):
+        running.setdefault(str(schedule_id), []).append(id)
+    return running
 
 
 @retries_deadlocks
