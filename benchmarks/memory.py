@@ -27,7 +27,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SETTINGS = "benchmarks.settings"
 
 
 def vm_rss_kib(pid: int) -> int:
@@ -46,30 +45,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--concurrency", type=int, default=10)
     parser.add_argument("--starters", type=int, default=3, help="threads that start()")
     args = parser.parse_args(argv)
-    env = {
-        **os.environ,
-        "DB": args.db,
-        "DJANGO_SETTINGS_MODULE": SETTINGS,
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-    }
-    os.environ.update(DB=args.db, DJANGO_SETTINGS_MODULE=SETTINGS)
     sys.path.insert(0, str(ROOT))
+    from benchmarks.harness import fresh_database, worker_environment
 
-    import django
-    from django.conf import settings
-
-    from benchmarks.run import Workers, recreate_database
-
-    settings.DATABASES  # noqa: B018 - load the settings before django.setup()
-    recreate_database(args.db)
-    django.setup()
-    from django.core.management import call_command
-
+    fresh_database(args.db)
+    env = worker_environment(args.db)
     import django_workflows as wf
+    from benchmarks.run import Workers
     from django_workflows.models import WorkflowInstance
 
-    call_command("migrate", verbosity=0)
-    print(f"database: {args.db} {settings.DATABASES['default']['NAME']}; code: {wf.__file__}")
     workers = Workers(
         argparse.Namespace(
             in_process=False,

@@ -23,7 +23,6 @@ Both processes read the same clock. Figures are printed; nothing is asserted.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import tempfile
@@ -33,7 +32,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SETTINGS = "benchmarks.settings"
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -47,32 +45,14 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     ticks = Path(tempfile.gettempdir()) / "workflows_bench_schedule_ticks.txt"
     ticks.unlink(missing_ok=True)
-    env = {
-        **os.environ,
-        "DB": args.db,
-        "DJANGO_SETTINGS_MODULE": SETTINGS,
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-        "BENCH_SCHEDULE_TICKS": str(ticks),
-    }
-    os.environ.update(DB=args.db, DJANGO_SETTINGS_MODULE=SETTINGS)
     sys.path.insert(0, str(ROOT))
+    from benchmarks.harness import fresh_database, worker_environment
 
-    import django
-    from django.conf import settings
-
-    from benchmarks.run import Workers, recreate_database
-
-    settings.DATABASES  # noqa: B018 - load the settings before django.setup()
-    recreate_database(args.db)
-    django.setup()
-    from django.core.management import call_command
-
-    import django_workflows as wf
+    fresh_database(args.db)
+    env = worker_environment(args.db, BENCH_SCHEDULE_TICKS=str(ticks))
     from benchmarks import cpu
+    from benchmarks.run import Workers
     from django_workflows import schedules
-
-    call_command("migrate", verbosity=0)
-    print(f"database: {args.db} {settings.DATABASES['default']['NAME']}; code: {wf.__file__}")
 
     def upsert(first: int) -> None:
         from django.db import connections

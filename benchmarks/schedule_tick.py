@@ -18,14 +18,12 @@ from __future__ import annotations
 
 import argparse
 import collections
-import os
 import sys
 import time
 from datetime import timedelta
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SETTINGS = "benchmarks.settings"
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -34,28 +32,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--schedules", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args(argv)
-    os.environ.update(DB=args.db, DJANGO_SETTINGS_MODULE=SETTINGS)
     sys.path.insert(0, str(ROOT))
+    from benchmarks.harness import fresh_database
 
-    import django
-    from django.conf import settings
-
-    from benchmarks.run import recreate_database
-
-    settings.DATABASES  # noqa: B018 - load the settings before django.setup()
-    recreate_database(args.db)
-    django.setup()
-    from django.core.management import call_command
+    fresh_database(args.db)
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    import django_workflows as wf
     from django_workflows import clock, schedules
     from django_workflows.models import WorkflowInstance, WorkflowSchedule
     from django_workflows.schedules.runner import Scheduler
 
-    call_command("migrate", verbosity=0)
-    print(f"database: {args.db} {settings.DATABASES['default']['NAME']}; code: {wf.__file__}")
     for index in range(args.schedules):
         schedules.upsert(f"tick-{index:05d}", workflow="bench", every="1m", input={"steps": 1})
     scheduler = Scheduler("default", "bench-ticks", ["bench"], timedelta(minutes=5))

@@ -17,7 +17,6 @@ Figures are printed; nothing is asserted.
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import statistics
 import sys
@@ -27,7 +26,6 @@ from datetime import datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SETTINGS = "benchmarks.settings"
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -35,31 +33,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--db", choices=["sqlite", "postgres", "mysql"], default="postgres")
     parser.add_argument("--samples", type=int, default=50)
     args = parser.parse_args(argv)
-    env = {
-        **os.environ,
-        "DB": args.db,
-        "DJANGO_SETTINGS_MODULE": SETTINGS,
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-    }
-    os.environ.update(DB=args.db, DJANGO_SETTINGS_MODULE=SETTINGS)
     sys.path.insert(0, str(ROOT))
+    from benchmarks.harness import fresh_database, worker_environment
 
-    import django
-    from django.conf import settings
-
-    from benchmarks.run import Workers, percentile, recreate_database
-
-    settings.DATABASES  # noqa: B018 - load the settings before django.setup()
-    recreate_database(args.db)
-    django.setup()
-    from django.core.management import call_command
-
+    fresh_database(args.db)
+    env = worker_environment(args.db)
     import django_workflows as wf
+    from benchmarks.run import Workers, percentile
     from django_workflows.models import JournalEntry
     from django_workflows.store.published import PREFIX
 
-    call_command("migrate", verbosity=0)
-    print(f"database: {args.db} {settings.DATABASES['default']['NAME']}")
     workers = Workers(
         argparse.Namespace(
             in_process=False, concurrency=4, poll_interval=None, once=False, processes=1

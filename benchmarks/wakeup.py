@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import os
 import random
 import statistics
 import sys
@@ -37,7 +36,6 @@ from datetime import datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SETTINGS = "benchmarks.settings"
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -51,30 +49,14 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     notes = Path(tempfile.gettempdir()) / "workflows_bench_statements.txt"
     notes.unlink(missing_ok=True)
-    env = {
-        **os.environ,
-        "DB": args.db,
-        "DJANGO_SETTINGS_MODULE": SETTINGS,
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-        "BENCH_STATEMENTS": str(notes),
-    }
-    os.environ.update(DB=args.db, DJANGO_SETTINGS_MODULE=SETTINGS)
     sys.path.insert(0, str(ROOT))
+    from benchmarks.harness import fresh_database, worker_environment
 
-    import django
-    from django.conf import settings
-
-    from benchmarks.run import Workers, percentile, recreate_database
-
-    settings.DATABASES  # noqa: B018 - load the settings before django.setup()
-    recreate_database(args.db)
-    django.setup()
-    from django.core.management import call_command
-
+    fresh_database(args.db)
+    env = worker_environment(args.db, BENCH_STATEMENTS=str(notes))
     import django_workflows as wf
+    from benchmarks.run import Workers, percentile
 
-    call_command("migrate", verbosity=0)
-    print(f"database: {args.db} {settings.DATABASES['default']['NAME']}; code: {wf.__file__}")
     workers = Workers(
         argparse.Namespace(
             in_process=False,
