@@ -3,7 +3,9 @@ serves, in priority order, within the concurrency and rate limits.
 
 Two concurrent claims never return the same instance. Without limits the servers take a
 hand-written path (one statement on PostgreSQL, one transaction on MySQL and MariaDB, in their
-backends); with limits, or on SQLite, the ORM's path below, under limits through `limits.pick`.
+backends); with limits, or on SQLite, the path below, under limits through `limits.pick`, with
+the backend's hand-written candidates' scan and lease where it has them (PostgreSQL: the
+workflows' locks, then one statement each; MySQL and MariaDB: the scan).
 """
 
 from __future__ import annotations
@@ -114,29 +116,48 @@ def claim(
             ids = [row[0] for row in found]
         if not ids:
             return Claim([], 0)
-        # The conditions again, in the UPDATE itself: where the database cannot skip locked rows
-        # (SQLite) this is what keeps two claims from leasing one instance.
-        WorkflowInstance.objects.using(using).filter(due, pk__in=ids).update(
-            lease_token=token,
-            lease_owner=owner,
-            lease_until=lease_until,
-            runs=F("runs") + 1,
-            updated_at=now,
-            status=Case(
-                When(status=Status.COMPENSATING, then=Value(Status.COMPENSATING)),
-                default=Value(Status.RUNNING),
-            ),
+        leased = backend(using).lease(
+            ids, token=token, owner=owner, lease_until=lease_until, now=now
         )
-        claimed = list(
-            WorkflowInstance.objects.using(using)
-            .filter(lease_token=token, pk__in=ids)
-            .order_by("priority", "wake_at", "created_at", "id")
-        )
-        last = last_signal_id(using)
+        if leased is NotImplemented:
+            claimed, last = _lease(using, ids, due, token, owner, lease_until, now)
+        else:
+            claimed, last = leased
     # The journals after the commit, as the one-statement claims read them: under MySQL's
     # REPEATABLE READ the transaction's snapshot (taken by its first read, before the instances
     # were locked) could miss the previous lease holder's last write.
     return _decoded(Claim(claimed, last, _journals(using, claimed, first_journals)))
+
+
+def _lease(
+    using: str,
+    ids: list[str],
+    due: Q,
+    token: str,
+    owner: str,
+    lease_until: datetime,
+    now: datetime,
+) -> tuple[list[WorkflowInstance], int]:
+    """The ORM's lease of the candidates a claim picked: (the instances in claim order, the
+    last signal id). The conditions again, in the UPDATE itself: where the database cannot skip
+    locked rows (SQLite) this is what keeps two claims from leasing one instance."""
+    WorkflowInstance.objects.using(using).filter(due, pk__in=ids).update(
+        lease_token=token,
+        lease_owner=owner,
+        lease_until=lease_until,
+        runs=F("runs") + 1,
+        updated_at=now,
+        status=Case(
+            When(status=Status.COMPENSATING, then=Value(Status.COMPENSATING)),
+            default=Value(Status.RUNNING),
+        ),
+    )
+    claimed = list(
+        WorkflowInstance.objects.using(using)
+        .filter(lease_token=token, pk__in=ids)
+        .order_by("priority", "wake_at", "created_at", "id")
+    )
+    return claimed, last_signal_id(using)
 
 
 def _decoded(claim: Claim) -> Claim:

@@ -227,6 +227,8 @@ def _candidates(
             lock=backend(using).has_skip_locked,
         )
         return [Candidate(*row) for row in scanned]
+    if ids and isinstance(ids[0], tuple):  # the rows themselves
+        return [Candidate(*row) for row in ids]
     found = {
         row[0]: Candidate(*row)
         for row in rows.filter(pk__in=ids).values_list(

@@ -52,3 +52,32 @@ def test_a_key_with_several_slots_counts_only_its_live_leases(define, workflow_c
     release("x0")
     workflow_clock.advance("1s")
     assert claim("two-per-key") == ["x2"]
+
+
+def test_a_claim_under_a_key_limit_is_three_statements_on_postgresql(define, workflow_clock):
+    """The workflow's lock, the candidates' scan and the lease: the limits' stages run in
+    Python between them, on the candidates' rows the scan returned."""
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL's hand-written claim under limits")
+
+    @define("few-statements", concurrency=Concurrency(limit=1, key=lambda input: input["k"]))
+    def few_statements(ctx, input):
+        return None
+
+    for i in range(3):
+        wf.start("few-statements", {"k": "same"}, id=f"a{i}")
+    wf.start("few-statements", {"k": "other"}, id="b0")
+    sent: list[str] = []
+
+    def count(execute, sql, params, many, context):
+        if not sql.startswith(("SAVEPOINT", "RELEASE SAVEPOINT")):  # the test's transaction
+            sent.append(sql)
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(count):
+        assert claim("few-statements") == ["a0", "b0"]  # each key's first
+    assert len(sent) == 3, sent
+    assert claim("few-statements") == []  # both keys at their limit
+    release("a0")
+    workflow_clock.advance("1s")
+    assert claim("few-statements") == ["a1"]

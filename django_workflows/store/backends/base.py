@@ -156,9 +156,16 @@ class Backend:
         where: tuple[str, list[Any]] = ("", []),
         queues: list[str] | None = None,
     ) -> Any:
-        """The ids a claim under limits leases, locked, in claim order; NotImplemented where
-        the ORM's query finds them (`where`: a condition's SQL and its parameters; `queues`:
-        only those queues' instances, None for every queue)."""
+        """The candidates of a claim under limits, locked, in claim order: their ids, or rows
+        (id, workflow, concurrency_key, rate_limit_key); NotImplemented where the ORM's query
+        finds them (`where`: a condition's SQL and its parameters; `queues`: only those queues'
+        instances, None for every queue)."""
+        return NotImplemented
+
+    def lease(self, ids: list[str], *, token: str, owner: str, lease_until: Any, now: Any) -> Any:
+        """Inside a claim under limits: lease the candidates `ids` it picked, if still due and
+        free, by hand-written SQL: (the instances in claim order, the last signal id), or
+        NotImplemented where the ORM's statements do it."""
         return NotImplemented
 
     def fast_claim(

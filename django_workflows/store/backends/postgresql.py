@@ -19,12 +19,12 @@ from ...models import (
     InstanceAttribute,
     InstanceTag,
     JournalEntry,
-    Signal,
-    Status,
     Wait,
     WorkflowInstance,
 )
+from . import postgresql_claims as claims
 from .base import ENDED_CHANNEL, NOTIFY_CHANNEL, Backend
+from .postgresql_claims import LEASE_CLASS
 from .writes import UNSET, fast_writable, write_changes
 
 if TYPE_CHECKING:
@@ -35,7 +35,6 @@ logger = logging.getLogger("django_workflows")
 # pg_advisory_xact_lock keys: a fixed pair of ints, so other advisory-lock users can stay clear.
 LOCK_CLASS = 0x44575746  # "DWWF": (LOCK_CLASS, SIGNAL_LOCK), (LOCK_CLASS, hashtext(name))
 SIGNAL_LOCK = 1
-LEASE_CLASS = 0x4457574C  # "DWWL": (LEASE_CLASS, hashtext(instance id)), see await_row_lock
 
 _DEADLOCK_STATES = {"40P01", "40001"}  # deadlock_detected, serialization_failure
 _JSON_COLUMNS = {"input", "output", "error", "custom_status"}
@@ -251,77 +250,43 @@ class PostgreSQLBackend(Backend):
         workflows: list[tuple[str, int]],
         queues: list[str] | None = None,
     ) -> Any:
-        """One statement: pick the due candidates FOR UPDATE SKIP LOCKED, lease them, and
-        return them with the last signal id.
-
-        The last signal id comes from the statement's snapshot: a signal committed after it has
-        a higher id, and the release's check for signals above the cursor catches it.
-
-        Every queue: one range of the claim index (dw_instance_due, which holds no leased
-        instance), in claim order, and the lapsed leases (dw_instance_leased, few, sorted); the
-        first `limit` of both leased. One queue: the same on the queue's claim index
-        (dw_instance_queue_due). Several: the database cannot read several ranges of an index
-        in one order (an IN list on its first column gives rows sorted by queue first), so each
-        queue's first `limit` are picked from its own ranges and the first `limit` of those
-        leased; the others' row locks end with the statement. A lapsed lease whose renewal
-        holds its lease lock (lapsed_lease_free) is passed over after the lapsed range's first
-        `limit` are read, so the try-lock runs for those only.
-        """
-        instances = WorkflowInstance._meta.db_table
-        signals = Signal._meta.db_table
-        columns = ", ".join(f"i.{field.column}" for field in WorkflowInstance._meta.concrete_fields)
-        pairs = " OR ".join("(workflow = %s AND version = %s)" for _ in workflows)
-        order = "ORDER BY priority, wake_at, created_at, id"
-
-        def pick(queue: str | None, lapsed: bool) -> tuple[str, list[Any]]:
-            # The free range in index order (lease_until, NULL throughout, after the priority);
-            # the lapsed leases from dw_instance_leased, sorted.
-            lease, sort = (
-                ("lease_until < %s", order)
-                if lapsed
-                else (
-                    "lease_until IS NULL",
-                    "ORDER BY priority, lease_until, wake_at, created_at, id",
-                )
-            )
-            params: list[Any] = [now, now] if lapsed else [now]
-            if queue is not None:
-                params.append(queue)
-            for name, version in workflows:
-                params += [name, version]
-            return (
-                f"SELECT id, priority, wake_at, created_at FROM {instances} "
-                f"WHERE wake_at <= %s AND {lease} "
-                f"{'' if queue is None else 'AND queue = %s '}AND ({pairs}) "
-                f"{sort} LIMIT %s FOR UPDATE SKIP LOCKED",
-                [*params, limit],
-            )
-
-        parts: list[str] = []
-        params: list[Any] = []
-        branches: list[str] = []
-        for n, queue in enumerate(queues or [None]):
-            for name, lapsed in ((f"f{n}", False), (f"l{n}", True)):
-                sql, more = pick(queue, lapsed)
-                parts.append(f"{name} AS ({sql})")
-                params += more
-            branches.append(f"SELECT * FROM f{n}")
-            branches.append(f"SELECT * FROM l{n} WHERE pg_try_advisory_xact_lock(%s, hashtext(id))")
-        params += [LEASE_CLASS] * len(branches[1::2])  # see lapsed_lease_free
-        merged = " UNION ALL ".join(branches)
-        parts.append(f"picked AS (SELECT id FROM ({merged}) AS c {order} LIMIT %s)")
-        params.append(limit)
-        picks = f"WITH {', '.join(parts)} "
-        sql = (
-            f"{picks}"
-            f"UPDATE {instances} AS i SET lease_token = %s, lease_owner = %s, lease_until = %s, "
-            f"runs = i.runs + 1, updated_at = %s, "
-            f"status = CASE WHEN i.status = %s THEN i.status ELSE %s END "
-            f"FROM picked WHERE i.id = picked.id "
-            f"RETURNING {columns}, (SELECT COALESCE(MAX(id), 0) FROM {signals}) AS last_signal_id"
+        """One statement: pick the due candidates FOR UPDATE SKIP LOCKED (claims.due_ranges),
+        lease them, and return them with the last signal id."""
+        picks, params = claims.due_ranges(
+            columns="id", now=now, limit=limit, workflows=workflows, queues=queues
         )
-        params += [token, owner, lease_until, now, Status.COMPENSATING, Status.RUNNING]
-        claimed = list(WorkflowInstance.objects.using(self.alias).raw(sql, params))
-        claimed.sort(key=lambda i: (i.priority, i.wake_at, i.created_at, i.id))
-        last = getattr(claimed[0], "last_signal_id", 0) if claimed else 0
-        return claimed, last
+        lease, more = claims.lease_sql(
+            "picked", token=token, owner=owner, lease_until=lease_until, now=now
+        )
+        return claims.leased(self.alias, picks + lease, params + more)
+
+    def claim_candidates(
+        self,
+        *,
+        now: Any,
+        limit: int,
+        workflows: list[tuple[str, int]],
+        where: tuple[str, list[Any]] = ("", []),
+        queues: list[str] | None = None,
+    ) -> Any:
+        """One statement: the due candidates FOR UPDATE SKIP LOCKED (claims.due_ranges) with
+        room (`where`), as (id, workflow, concurrency_key, rate_limit_key), in claim order."""
+        columns = "id, workflow, concurrency_key, rate_limit_key"
+        picks, params = claims.due_ranges(
+            columns=columns, now=now, limit=limit, workflows=workflows, queues=queues, where=where
+        )
+        with self.connection.cursor() as cursor:
+            cursor.execute(f"{picks}SELECT {columns} FROM picked {claims.ORDER}", params)
+            return [tuple(row) for row in cursor.fetchall()]
+
+    def lease(self, ids: list[str], *, token: str, owner: str, lease_until: Any, now: Any) -> Any:
+        """One statement: lease the candidates a claim under limits picked (and locked) and
+        return them with the last signal id."""
+        picked = (
+            f"(SELECT id FROM {WorkflowInstance._meta.db_table} WHERE id = ANY(%s) "
+            f"AND wake_at <= %s AND (lease_until IS NULL OR lease_until < %s)) AS picked"
+        )
+        lease, params = claims.lease_sql(
+            picked, token=token, owner=owner, lease_until=lease_until, now=now
+        )
+        return claims.leased(self.alias, lease, [*params, list(ids), now, now])

@@ -1,0 +1,98 @@
+"""PostgreSQL's claims as hand-written statements: the due ranges each claim reads, the claim
+without limits in one statement, and under limits the candidates' scan and the lease in one
+statement each (between them, the limits' stages in Python)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...models import Signal, Status, WorkflowInstance
+
+LEASE_CLASS = 0x4457574C  # "DWWL": (LEASE_CLASS, hashtext(instance id)), see await_row_lock
+
+ORDER = "ORDER BY priority, wake_at, created_at, id"
+# The free range in index order: lease_until (NULL throughout) after the priority, as in
+# dw_instance_due.
+FREE_ORDER = "ORDER BY priority, lease_until, wake_at, created_at, id"
+
+
+def due_ranges(
+    *,
+    columns: str,
+    now: Any,
+    limit: int,
+    workflows: list[tuple[str, int]],
+    queues: list[str] | None,
+    where: tuple[str, list[Any]] = ("", []),
+) -> tuple[str, list[Any]]:
+    """`WITH ..., picked AS (...)`: the first `limit` due instances in claim order, locked FOR
+    UPDATE SKIP LOCKED, as `columns` (`id` among them) and their order's columns.
+
+    Every queue: one range of the claim index (dw_instance_due, which holds no leased instance),
+    in claim order, and the lapsed leases (dw_instance_leased, few, sorted). One queue: the same
+    on the queue's claim index (dw_instance_queue_due). Several: the database cannot read
+    several ranges of an index in one order (an IN list on its first column gives rows sorted
+    by queue first), so each queue's first `limit` are picked from its own ranges and the first
+    `limit` of those kept; the others' row locks end with the transaction. A lapsed lease whose
+    renewal holds its lease lock (lapsed_lease_free) is passed over after the lapsed range's
+    first `limit` are read, so the try-lock runs for those only. `where`: a condition more (the
+    limits' full workflows and keys) and its parameters."""
+    table = WorkflowInstance._meta.db_table
+    pairs = " OR ".join("(workflow = %s AND version = %s)" for _ in workflows)
+    selected = f"{columns}, priority, wake_at, created_at"
+    condition = f"AND {where[0]} " if where[0] else ""
+    parts: list[str] = []
+    params: list[Any] = []
+    branches: list[str] = []
+    for n, queue in enumerate(queues or [None]):
+        for name, lapsed in ((f"f{n}", False), (f"l{n}", True)):
+            lease, order = (
+                ("lease_until < %s", ORDER) if lapsed else ("lease_until IS NULL", FREE_ORDER)
+            )
+            params += [now, now] if lapsed else [now]
+            if queue is not None:
+                params.append(queue)
+            for workflow, version in workflows:
+                params += [workflow, version]
+            params += [*where[1], limit]
+            parts.append(
+                f"{name} AS (SELECT {selected} FROM {table} "
+                f"WHERE wake_at <= %s AND {lease} "
+                f"{'' if queue is None else 'AND queue = %s '}AND ({pairs}) {condition}"
+                f"{order} LIMIT %s FOR UPDATE SKIP LOCKED)"
+            )
+        branches.append(f"SELECT * FROM f{n}")
+        branches.append(f"SELECT * FROM l{n} WHERE pg_try_advisory_xact_lock(%s, hashtext(id))")
+    params += [LEASE_CLASS] * len(branches[1::2])  # see lapsed_lease_free
+    merged = " UNION ALL ".join(branches)
+    parts.append(f"picked AS (SELECT * FROM ({merged}) AS c {ORDER} LIMIT %s)")
+    params.append(limit)
+    return f"WITH {', '.join(parts)} ", params
+
+
+def lease_sql(
+    picked: str, *, token: str, owner: str, lease_until: Any, now: Any
+) -> tuple[str, list[Any]]:
+    """`UPDATE ...`: lease the instances of `picked` (a FROM item with an `id` column) and
+    return their rows, each with the last signal id (of the statement's snapshot: a signal
+    committed after it has a higher id, and the release's check for signals above the cursor
+    catches it)."""
+    table = WorkflowInstance._meta.db_table
+    signals = Signal._meta.db_table
+    columns = ", ".join(f"i.{field.column}" for field in WorkflowInstance._meta.concrete_fields)
+    sql = (
+        f"UPDATE {table} AS i SET lease_token = %s, lease_owner = %s, lease_until = %s, "
+        f"runs = i.runs + 1, updated_at = %s, "
+        f"status = CASE WHEN i.status = %s THEN i.status ELSE %s END "
+        f"FROM {picked} WHERE i.id = picked.id "
+        f"RETURNING {columns}, (SELECT COALESCE(MAX(id), 0) FROM {signals}) AS last_signal_id"
+    )
+    return sql, [token, owner, lease_until, now, Status.COMPENSATING, Status.RUNNING]
+
+
+def leased(alias: str, sql: str, params: list[Any]) -> tuple[list[WorkflowInstance], int]:
+    """The leased instances in claim order, and the last signal id."""
+    claimed = list(WorkflowInstance.objects.using(alias).raw(sql, params))
+    claimed.sort(key=lambda i: (i.priority, i.wake_at, i.created_at, i.id))
+    last = getattr(claimed[0], "last_signal_id", 0) if claimed else 0
+    return claimed, last
