@@ -90,9 +90,9 @@ def main() -> None:
             fill = (
                 f"INSERT INTO {table} (id, workflow, version, status, input, wake_at, priority, "
                 f"runs, signal_cursor, cancel_requested, terminate_requested, journal_warned, "
-                f"awaited, created_at, updated_at, queue, generation) "
+                f"awaited, has_headers, created_at, updated_at, queue, generation) "
                 f"SELECT %s || n, 'bench', 1, %s, '{{{{}}}}'::jsonb, {{wake}}, 0, 1, 0, false, false, "
-                f"false, false, %s - n * interval '1 second', %s, {{queue}}, 0 "
+                f"false, false, false, %s - n * interval '1 second', %s, {{queue}}, 0 "
                 f"FROM generate_series(1, %s) AS n"
             )
             cursor.execute(
@@ -127,9 +127,9 @@ def main() -> None:
             fill = (
                 f"INSERT INTO {table} (id, workflow, version, status, input, wake_at, priority, "
                 f"runs, signal_cursor, cancel_requested, terminate_requested, journal_warned, "
-                f"awaited, created_at, updated_at, queue, generation) "
+                f"awaited, has_headers, created_at, updated_at, queue, generation) "
                 f"WITH RECURSIVE seq(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM seq WHERE n < %s) "
-                f"SELECT CONCAT(%s, n), 'bench', 1, %s, '{{{{}}}}', {{wake}}, 0, 1, 0, 0, 0, 0, 0, "
+                f"SELECT CONCAT(%s, n), 'bench', 1, %s, '{{{{}}}}', {{wake}}, 0, 1, 0, 0, 0, 0, 0, 0, "
                 f"%s - INTERVAL n SECOND, %s, {{queue}}, 0 FROM seq"
             )
             cursor.execute(

@@ -140,7 +140,7 @@ class Full:
         return allowed
 
     def sql(self, adapt: Any) -> tuple[str, list[Any]]:
-        """The same as SQL (for MySQL's hand-written candidates' scan); `adapt`: the
+        """The same as SQL (for the servers' hand-written candidates' scans); `adapt`: the
         connection's adapt_datetimefield_value."""
         parts: list[str] = []
         params: list[Any] = []
@@ -157,8 +157,8 @@ class Full:
         for workflow, per_key in sorted(self.per_key.items()):
             parts.append(
                 f"NOT (workflow = %s AND EXISTS (SELECT 1 FROM {table} AS held "
-                f"WHERE held.workflow = %s AND held.concurrency_key = {table}.concurrency_key "
-                f"AND held.lease_until >= %s"
+                f"WHERE held.workflow = %s AND held.concurrency_key IS NOT NULL "
+                f"AND held.concurrency_key = {table}.concurrency_key AND held.lease_until >= %s"
                 f"{'' if per_key == 1 else f' LIMIT 1 OFFSET {int(per_key) - 1}'}))"
             )
             params += [workflow, workflow, adapt(self.now)]
