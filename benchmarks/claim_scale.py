@@ -7,7 +7,8 @@ Re-creates the benchmark database (`workflows_claim`, or BENCH_DB_NAME), fills i
 (generate_series on PostgreSQL, recursive inserts on MariaDB), analyzes it, then times `claim()`
 of 10 instances `--claims` times from one thread (each claim leases what it takes, so every claim
 finds new due rows) and prints the median and p95, with the database's plan of the claim's
-statements. Figures are printed; nothing is asserted.
+statements. The due instances never ran (`runs` 0), so a claim reads no journal for them, as for
+new work. Figures are printed; nothing is asserted.
 
 With `--queues`, one due instance in a hundred waits in the queue "rare", nine in a hundred in
 "gpu", the others (and every finished one) in "default", and the claim is timed for five workers
@@ -91,16 +92,16 @@ def main() -> None:
                 f"INSERT INTO {table} (id, workflow, version, status, input, wake_at, priority, "
                 f"runs, signal_cursor, cancel_requested, terminate_requested, journal_warned, "
                 f"awaited, has_headers, created_at, updated_at, queue, generation) "
-                f"SELECT %s || n, 'bench', 1, %s, '{{{{}}}}'::jsonb, {{wake}}, 0, 1, 0, false, false, "
+                f"SELECT %s || n, 'bench', 1, %s, '{{{{}}}}'::jsonb, {{wake}}, 0, {{runs}}, 0, false, false, "
                 f"false, false, false, %s - n * interval '1 second', %s, {{queue}}, 0 "
                 f"FROM generate_series(1, %s) AS n"
             )
             cursor.execute(
-                fill.format(wake="NULL", queue="'default'"),
+                fill.format(wake="NULL", queue="'default'", runs=1),
                 ["done-", "completed", now, now, args.finished],
             )
             cursor.execute(
-                fill.format(wake="%s - n * interval '1 millisecond'", queue=spread),
+                fill.format(wake="%s - n * interval '1 millisecond'", queue=spread, runs=0),
                 ["due-", "pending", now, now, now, args.due],
             )
             if args.leased:
@@ -108,6 +109,7 @@ def main() -> None:
                     fill.format(
                         wake="%s - interval '1 hour' - n * interval '1 millisecond'",
                         queue="'default'",
+                        runs=1,
                     ),
                     ["held-", "running", now, now, now, args.leased],
                 )
@@ -129,15 +131,15 @@ def main() -> None:
                 f"runs, signal_cursor, cancel_requested, terminate_requested, journal_warned, "
                 f"awaited, has_headers, created_at, updated_at, queue, generation) "
                 f"WITH RECURSIVE seq(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM seq WHERE n < %s) "
-                f"SELECT CONCAT(%s, n), 'bench', 1, %s, '{{{{}}}}', {{wake}}, 0, 1, 0, 0, 0, 0, 0, 0, "
+                f"SELECT CONCAT(%s, n), 'bench', 1, %s, '{{{{}}}}', {{wake}}, 0, {{runs}}, 0, 0, 0, 0, 0, 0, "
                 f"%s - INTERVAL n SECOND, %s, {{queue}}, 0 FROM seq"
             )
             cursor.execute(
-                fill.format(wake="NULL", queue="'default'"),
+                fill.format(wake="NULL", queue="'default'", runs=1),
                 [args.finished, "done-", "completed", now, now],
             )
             cursor.execute(
-                fill.format(wake="%s - INTERVAL n * 1000 MICROSECOND", queue=spread),
+                fill.format(wake="%s - INTERVAL n * 1000 MICROSECOND", queue=spread, runs=0),
                 [args.due, "due-", "pending", now, now, now],
             )
             if args.leased:
@@ -145,6 +147,7 @@ def main() -> None:
                     fill.format(
                         wake="%s - INTERVAL 1 HOUR - INTERVAL n * 1000 MICROSECOND",
                         queue="'default'",
+                        runs=1,
                     ),
                     [args.leased, "held-", "running", now, now, now],
                 )
