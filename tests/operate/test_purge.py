@@ -277,9 +277,11 @@ def test_purgeworkflows_command_refuses_a_bad_older_than():
         call_command("purgeworkflows", "--older-than", "soon", stdout=io.StringIO())
 
 
+@pytest.mark.parametrize("listed_ids", [1, 1000])  # MySQL/MariaDB: by an id table, by lists
 def test_a_purge_batch_deletes_the_waits_tags_and_attributes_of_its_instances_only(
-    workflow_clock, world
+    workflow_clock, world, monkeypatch, listed_ids
 ):
+    monkeypatch.setattr(mysql, "LISTED_IDS", listed_ids)
     for id in ("old-a", "old-b", "kept"):
         wf.start("ops-two-steps", {}, id=id, tags=["t"], attributes={"n": 1})
         if id == "old-b":
@@ -299,8 +301,9 @@ def test_a_purge_batch_deletes_the_waits_tags_and_attributes_of_its_instances_on
 
 @pytest.mark.skipif(connection.vendor != "mysql", reason="MySQL's and MariaDB's id table")
 def test_a_purge_batch_deletes_the_same_where_its_temporary_id_table_cannot_be_made(
-    workflow_clock, world
+    workflow_clock, world, monkeypatch
 ):
+    monkeypatch.setattr(mysql, "LISTED_IDS", 1)  # the table for more than one id
     for i in range(3):
         completed(f"old-{i}")
     workflow_clock.advance("31d")
@@ -321,10 +324,12 @@ def test_a_purge_batch_deletes_the_same_where_its_temporary_id_table_cannot_be_m
 
 
 @pytest.mark.skipif(connection.vendor != "mysql", reason="MySQL's and MariaDB's id table")
-def test_the_temporary_id_table_is_gone_after_a_purge_batch(workflow_clock, world):
-    completed("old")
+def test_the_temporary_id_table_is_gone_after_a_purge_batch(workflow_clock, world, monkeypatch):
+    monkeypatch.setattr(mysql, "LISTED_IDS", 1)
+    completed("old-0")
+    completed("old-1")
     workflow_clock.advance("31d")
-    assert wf.purge(older_than="30d").instances == 1
+    assert wf.purge(older_than="30d").instances == 2
     with connection.cursor() as cursor:  # a second batch on this connection makes it again
         cursor.execute(f"CREATE TEMPORARY TABLE {mysql.DOOMED} (x int)")
         cursor.execute(f"DROP TEMPORARY TABLE {mysql.DOOMED}")
@@ -332,7 +337,11 @@ def test_the_temporary_id_table_is_gone_after_a_purge_batch(workflow_clock, worl
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.skipif(connection.vendor != "mysql", reason="InnoDB's lock wait timeout")
-def test_a_purge_batch_that_fails_midway_deletes_nothing(workflow_clock, world):
+@pytest.mark.parametrize("listed_ids", [1, 1000])
+def test_a_purge_batch_that_fails_midway_deletes_nothing(
+    workflow_clock, world, monkeypatch, listed_ids
+):
+    monkeypatch.setattr(mysql, "LISTED_IDS", listed_ids)
     for i in range(2):
         wf.start("ops-two-steps", {}, id=f"old-{i}", tags=["t"])
     wf.drain()

@@ -40,7 +40,7 @@ _DEADLOCK_CODES = {1213}  # ER_LOCK_DEADLOCK
 _DEPENDENTS = (JournalEntry, Wait, InstanceTag, InstanceAttribute)  # point at the instances
 DOOMED = "dw_purged_ids"
 """The temporary table of the ids delete_instances() deletes (one per connection)."""
-LISTED_IDS = 1000  # ids per statement where that table cannot be made
+LISTED_IDS = 1000  # ids per statement without that table (a purge's batches are 500 by default)
 _EARLIEST = datetime(1000, 1, 1, tzinfo=UTC)  # before any wake time: the earliest DATETIME
 
 
@@ -283,14 +283,17 @@ class MySQLBackend(Backend):
             return cursor.rowcount
 
     def delete_instances(self, ids: list[str]) -> Any:
-        """The ids in a temporary table, then one DELETE joined from it per table: the tables
-        that point at the instances, then the instances (each locked already: the caller read
-        it FOR UPDATE). The ORM's fifty deletes of a thousand ids spent half of a purge batch
-        of 10,000 building their filters in Python, and an id list costs the server its parse
-        and a range per id in every statement, even on an empty table (40 ms for 10,000).
+        """The tables that point at the instances, then the instances (each locked already:
+        the caller read it FOR UPDATE), by hand-written SQL: the ORM's fifty deletes of a
+        thousand ids spent half of a purge batch of 10,000 building their filters in Python.
 
-        Where the temporary table cannot be made (no CREATE TEMPORARY TABLES privilege;
-        MySQL's GTID consistency forbids it in a transaction), lists of a thousand ids."""
+        Up to LISTED_IDS ids, one list per table. More go into a temporary table, and each
+        table is deleted joined from it: an id list costs the server its parse and a range per
+        id in every statement, even on an empty table (40 ms for 10,000). Where that table
+        cannot be made (no CREATE TEMPORARY TABLES privilege; MySQL's GTID consistency forbids
+        it in a transaction), lists of LISTED_IDS ids."""
+        if len(ids) <= LISTED_IDS:
+            return self._delete_listed(ids)
         try:
             with self.connection.cursor() as cursor:
                 # The id column as the instance table has it (its collation), and no row.
@@ -326,7 +329,7 @@ class MySQLBackend(Backend):
             return int(cursor.rowcount)
 
     def _delete_listed(self, ids: list[str]) -> int:
-        """A thousand ids a statement: with ten thousand MariaDB read all of a table of
+        """LISTED_IDS ids a statement: with ten thousand MariaDB read all of a table of
         100,000 waits rather than its index."""
         deleted = 0
         with self.connection.cursor() as cursor:
