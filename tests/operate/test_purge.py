@@ -21,7 +21,7 @@ from django_workflows.models import (
 )
 from django_workflows.results import PurgeResult
 from django_workflows.store import maintenance
-from django_workflows.store.backends import mysql
+from django_workflows.store.backends import mysql_deletes
 
 pytestmark = pytest.mark.django_db
 
@@ -281,7 +281,7 @@ def test_purgeworkflows_command_refuses_a_bad_older_than():
 def test_a_purge_batch_deletes_the_waits_tags_and_attributes_of_its_instances_only(
     workflow_clock, world, monkeypatch, listed_ids
 ):
-    monkeypatch.setattr(mysql, "LISTED_IDS", listed_ids)
+    monkeypatch.setattr(mysql_deletes, "LISTED_IDS", listed_ids)
     for id in ("old-a", "old-b", "kept"):
         wf.start("ops-two-steps", {}, id=id, tags=["t"], attributes={"n": 1})
         if id == "old-b":
@@ -303,21 +303,21 @@ def test_a_purge_batch_deletes_the_waits_tags_and_attributes_of_its_instances_on
 def test_a_purge_batch_deletes_the_same_where_its_temporary_id_table_cannot_be_made(
     workflow_clock, world, monkeypatch
 ):
-    monkeypatch.setattr(mysql, "LISTED_IDS", 1)  # the table for more than one id
+    monkeypatch.setattr(mysql_deletes, "LISTED_IDS", 1)  # the table for more than one id
     for i in range(3):
         completed(f"old-{i}")
     workflow_clock.advance("31d")
     completed("recent")
     with connection.cursor() as cursor:  # the name taken: its CREATE fails
-        cursor.execute(f"CREATE TEMPORARY TABLE {mysql.DOOMED} (x int)")
+        cursor.execute(f"CREATE TEMPORARY TABLE {mysql_deletes.DOOMED} (x int)")
     try:
         assert wf.purge(older_than="30d").instances == 3
         with connection.cursor() as cursor:  # the table that was there is left alone
-            cursor.execute(f"SELECT COUNT(*) FROM {mysql.DOOMED}")
+            cursor.execute(f"SELECT COUNT(*) FROM {mysql_deletes.DOOMED}")
             assert cursor.fetchone()[0] == 0
     finally:
         with connection.cursor() as cursor:
-            cursor.execute(f"DROP TEMPORARY TABLE {mysql.DOOMED}")
+            cursor.execute(f"DROP TEMPORARY TABLE {mysql_deletes.DOOMED}")
     assert not WorkflowInstance.objects.filter(pk__startswith="old-").exists()
     assert not JournalEntry.objects.filter(instance_id__in=["old-0", "old-1", "old-2"]).exists()
     assert exists("recent")
@@ -325,14 +325,14 @@ def test_a_purge_batch_deletes_the_same_where_its_temporary_id_table_cannot_be_m
 
 @pytest.mark.skipif(connection.vendor != "mysql", reason="MySQL's and MariaDB's id table")
 def test_the_temporary_id_table_is_gone_after_a_purge_batch(workflow_clock, world, monkeypatch):
-    monkeypatch.setattr(mysql, "LISTED_IDS", 1)
+    monkeypatch.setattr(mysql_deletes, "LISTED_IDS", 1)
     completed("old-0")
     completed("old-1")
     workflow_clock.advance("31d")
     assert wf.purge(older_than="30d").instances == 2
     with connection.cursor() as cursor:  # a second batch on this connection makes it again
-        cursor.execute(f"CREATE TEMPORARY TABLE {mysql.DOOMED} (x int)")
-        cursor.execute(f"DROP TEMPORARY TABLE {mysql.DOOMED}")
+        cursor.execute(f"CREATE TEMPORARY TABLE {mysql_deletes.DOOMED} (x int)")
+        cursor.execute(f"DROP TEMPORARY TABLE {mysql_deletes.DOOMED}")
 
 
 @pytest.mark.django_db(transaction=True)
@@ -341,7 +341,7 @@ def test_the_temporary_id_table_is_gone_after_a_purge_batch(workflow_clock, worl
 def test_a_purge_batch_that_fails_midway_deletes_nothing(
     workflow_clock, world, monkeypatch, listed_ids
 ):
-    monkeypatch.setattr(mysql, "LISTED_IDS", listed_ids)
+    monkeypatch.setattr(mysql_deletes, "LISTED_IDS", listed_ids)
     for i in range(2):
         wf.start("ops-two-steps", {}, id=f"old-{i}", tags=["t"])
     wf.drain()

@@ -16,17 +16,8 @@ from django.db import DatabaseError, router
 from django.db.models import Model
 from django.db.models.constants import OnConflict
 
-from ...models import (
-    InstanceAttribute,
-    InstanceTag,
-    JournalEntry,
-    Signal,
-    Status,
-    StoreLock,
-    Wait,
-    WorkflowInstance,
-)
-from . import mysql_collations
+from ...models import Signal, Status, StoreLock, Wait, WorkflowInstance
+from . import mysql_collations, mysql_deletes
 from .base import Backend, insert
 from .writes import UNSET, fast_writable, write_changes, write_rows
 
@@ -37,10 +28,6 @@ SIGNAL_LOCK_NAME = "signals"
 """The StoreLock row that signals lock exclusively and writes registering waits shared."""
 
 _DEADLOCK_CODES = {1213}  # ER_LOCK_DEADLOCK
-_DEPENDENTS = (JournalEntry, Wait, InstanceTag, InstanceAttribute)  # point at the instances
-DOOMED = "dw_purged_ids"
-"""The temporary table of the ids delete_instances() deletes (one per connection)."""
-LISTED_IDS = 1000  # ids per statement without that table (a purge's batches are 500 by default)
 _EARLIEST = datetime(1000, 1, 1, tzinfo=UTC)  # before any wake time: the earliest DATETIME
 
 
@@ -283,69 +270,9 @@ class MySQLBackend(Backend):
             return cursor.rowcount
 
     def delete_instances(self, ids: list[str]) -> Any:
-        """The tables that point at the instances, then the instances (each locked already:
-        the caller read it FOR UPDATE), by hand-written SQL: the ORM's fifty deletes of a
-        thousand ids spent half of a purge batch of 10,000 building their filters in Python.
-
-        Up to LISTED_IDS ids, one list per table. More go into a temporary table, and each
-        table is deleted joined from it: an id list costs the server its parse and a range per
-        id in every statement, even on an empty table (40 ms for 10,000). Where that table
-        cannot be made (no CREATE TEMPORARY TABLES privilege; MySQL's GTID consistency forbids
-        it in a transaction), lists of LISTED_IDS ids."""
-        if len(ids) <= LISTED_IDS:
-            return self._delete_listed(ids)
-        try:
-            with self.connection.cursor() as cursor:
-                # The id column as the instance table has it (its collation), and no row.
-                cursor.execute(
-                    f"CREATE TEMPORARY TABLE {DOOMED} (PRIMARY KEY (id)) "
-                    f"SELECT id FROM {WorkflowInstance._meta.db_table} WHERE 1 = 0"
-                )
-        except DatabaseError:
-            return self._delete_listed(ids)
-        try:
-            return self._delete_joined(ids)
-        finally:
-            # Not transactional, and no implicit commit: the rows' deletes commit with the rest.
-            with contextlib.suppress(DatabaseError), self.connection.cursor() as cursor:
-                cursor.execute(f"DROP TEMPORARY TABLE IF EXISTS {DOOMED}")
-
-    def _delete_joined(self, ids: list[str]) -> int:
-        packet = self.max_allowed_packet() or 0
-        with self.connection.cursor() as cursor:
-            for chunk in _packets(ids, packet):
-                values = ", ".join(["(%s)"] * len(chunk))
-                cursor.execute(f"INSERT INTO {DOOMED} (id) VALUES {values}", chunk)
-            # From the id table (STRAIGHT_JOIN), each id looked up in the table's index.
-            for model in _DEPENDENTS:
-                cursor.execute(
-                    f"DELETE x FROM {DOOMED} d STRAIGHT_JOIN {model._meta.db_table} x "
-                    f"ON x.instance_id = d.id"
-                )
-            cursor.execute(
-                f"DELETE x FROM {DOOMED} d STRAIGHT_JOIN {WorkflowInstance._meta.db_table} x "
-                f"ON x.id = d.id"
-            )
-            return int(cursor.rowcount)
-
-    def _delete_listed(self, ids: list[str]) -> int:
-        """LISTED_IDS ids a statement: with ten thousand MariaDB read all of a table of
-        100,000 waits rather than its index."""
-        deleted = 0
-        with self.connection.cursor() as cursor:
-            for start in range(0, len(ids), LISTED_IDS):
-                chunk = ids[start : start + LISTED_IDS]
-                marks = ", ".join(["%s"] * len(chunk))
-                for model in _DEPENDENTS:
-                    cursor.execute(
-                        f"DELETE FROM {model._meta.db_table} WHERE instance_id IN ({marks})",
-                        chunk,
-                    )
-                cursor.execute(
-                    f"DELETE FROM {WorkflowInstance._meta.db_table} WHERE id IN ({marks})", chunk
-                )
-                deleted += cursor.rowcount
-        return deleted
+        """By hand-written SQL: the ORM's fifty deletes of a thousand ids spent half of a
+        purge batch of 10,000 building their filters in Python (mysql_deletes)."""
+        return mysql_deletes.delete_instances(self.connection, ids, self.max_allowed_packet())
 
     def listed_queues(self, limit: int) -> list[str]:
         """The queues of every instance, by a loose index scan of dw_instance_queue_due: the
@@ -442,21 +369,6 @@ class MySQLBackend(Backend):
                 )
             )
         return claimed, last
-
-
-def _packets(ids: list[str], packet: int) -> Iterator[list[str]]:
-    """`ids` in lists whose statement fits in half a packet: each id as an escaped literal
-    (a quote or backslash takes two bytes) with its quotes and comma, in UTF-8."""
-    room, size, chunk = max(packet // 2, 64 * 1024), 0, []
-    for id in ids:
-        length = 2 * len(id.encode()) + 4
-        if chunk and size + length > room:
-            yield chunk
-            size, chunk = 0, []
-        chunk.append(id)
-        size += length
-    if chunk:
-        yield chunk
 
 
 def _lock_row(cursor: Any, name: str, *, shared: bool) -> None:
