@@ -63,6 +63,11 @@ def record_signal(
         sealed = payloads.seals_signal(payload)
         if not sealed:
             signal.payload = payloads.encode_signal(signal, payload)
+            inserted = backend(using).insert_signal(
+                name=name, key=key, dedupe_id=dedupe_id, payload=signal.payload, now=now
+            )
+            if inserted is not NotImplemented:
+                return RecordedSignal(inserted[0], inserted[1], True, key)
         signal.save(using=using, force_insert=True)
         if sealed:  # bound to the row's id, which the INSERT just gave it
             signal.payload = payloads.encode_signal(signal, payload)

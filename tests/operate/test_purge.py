@@ -3,15 +3,25 @@
 from __future__ import annotations
 
 import io
+import threading
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db import OperationalError, connection, connections, transaction
 
 import django_workflows as wf
 from django_workflows import clock
-from django_workflows.models import JournalEntry, Signal, WorkflowInstance
+from django_workflows.models import (
+    InstanceAttribute,
+    InstanceTag,
+    JournalEntry,
+    Signal,
+    Wait,
+    WorkflowInstance,
+)
 from django_workflows.results import PurgeResult
 from django_workflows.store import maintenance
+from django_workflows.store.backends import mysql_deletes
 
 pytestmark = pytest.mark.django_db
 
@@ -265,3 +275,105 @@ def test_purgeworkflows_command_takes_statuses(workflow_clock, world):
 def test_purgeworkflows_command_refuses_a_bad_older_than():
     with pytest.raises(CommandError):
         call_command("purgeworkflows", "--older-than", "soon", stdout=io.StringIO())
+
+
+@pytest.mark.parametrize("listed_ids", [1, 1000])  # MySQL/MariaDB: by an id table, by lists
+def test_a_purge_batch_deletes_the_waits_tags_and_attributes_of_its_instances_only(
+    workflow_clock, world, monkeypatch, listed_ids
+):
+    monkeypatch.setattr(mysql_deletes, "LISTED_IDS", listed_ids)
+    for id in ("old-a", "old-b", "kept"):
+        wf.start("ops-two-steps", {}, id=id, tags=["t"], attributes={"n": 1})
+        if id == "old-b":
+            wf.drain()
+            workflow_clock.advance("31d")
+    wf.drain()
+    # A wait left on a finished instance goes with it too (the contract: "with their journals
+    # and waits").
+    Wait.objects.create(instance_id="old-a", signal="s", key="old-a")
+    Wait.objects.create(instance_id="kept", signal="s", key="kept")
+    assert wf.purge(older_than="30d").instances == 2
+    for model in (JournalEntry, Wait, InstanceTag, InstanceAttribute):
+        assert not model.objects.filter(instance_id__in=["old-a", "old-b"]).exists(), model
+        assert model.objects.filter(instance_id="kept").exists(), model
+    assert exists("kept")
+
+
+@pytest.mark.skipif(connection.vendor != "mysql", reason="MySQL's and MariaDB's id table")
+def test_a_purge_batch_deletes_the_same_where_its_temporary_id_table_cannot_be_made(
+    workflow_clock, world, monkeypatch
+):
+    monkeypatch.setattr(mysql_deletes, "LISTED_IDS", 1)  # the table for more than one id
+    for i in range(3):
+        completed(f"old-{i}")
+    workflow_clock.advance("31d")
+    completed("recent")
+    with connection.cursor() as cursor:  # the name taken: its CREATE fails
+        cursor.execute(f"CREATE TEMPORARY TABLE {mysql_deletes.DOOMED} (x int)")
+    try:
+        assert wf.purge(older_than="30d").instances == 3
+        with connection.cursor() as cursor:  # the table that was there is left alone
+            cursor.execute(f"SELECT COUNT(*) FROM {mysql_deletes.DOOMED}")
+            assert cursor.fetchone()[0] == 0
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute(f"DROP TEMPORARY TABLE {mysql_deletes.DOOMED}")
+    assert not WorkflowInstance.objects.filter(pk__startswith="old-").exists()
+    assert not JournalEntry.objects.filter(instance_id__in=["old-0", "old-1", "old-2"]).exists()
+    assert exists("recent")
+
+
+@pytest.mark.skipif(connection.vendor != "mysql", reason="MySQL's and MariaDB's id table")
+def test_the_temporary_id_table_is_gone_after_a_purge_batch(workflow_clock, world, monkeypatch):
+    monkeypatch.setattr(mysql_deletes, "LISTED_IDS", 1)
+    completed("old-0")
+    completed("old-1")
+    workflow_clock.advance("31d")
+    assert wf.purge(older_than="30d").instances == 2
+    with connection.cursor() as cursor:  # a second batch on this connection makes it again
+        cursor.execute(f"CREATE TEMPORARY TABLE {mysql_deletes.DOOMED} (x int)")
+        cursor.execute(f"DROP TEMPORARY TABLE {mysql_deletes.DOOMED}")
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif(connection.vendor != "mysql", reason="InnoDB's lock wait timeout")
+@pytest.mark.parametrize("listed_ids", [1, 1000])
+def test_a_purge_batch_that_fails_midway_deletes_nothing(
+    workflow_clock, world, monkeypatch, listed_ids
+):
+    monkeypatch.setattr(mysql_deletes, "LISTED_IDS", listed_ids)
+    for i in range(2):
+        wf.start("ops-two-steps", {}, id=f"old-{i}", tags=["t"])
+    wf.drain()
+    workflow_clock.advance("31d")
+    journal = JournalEntry.objects.filter(instance_id__in=["old-0", "old-1"])
+    entries = journal.count()
+    locked, release = threading.Event(), threading.Event()
+
+    def hold_a_tag_row() -> None:  # on a connection of its own
+        try:
+            with transaction.atomic():
+                list(InstanceTag.objects.select_for_update().filter(instance_id="old-1"))
+                locked.set()
+                release.wait(30)
+        finally:
+            connections["default"].close()
+
+    holder = threading.Thread(target=hold_a_tag_row)
+    holder.start()
+    try:
+        assert locked.wait(10)
+        with connection.cursor() as cursor:
+            cursor.execute("SET SESSION innodb_lock_wait_timeout = 1")
+        with pytest.raises(OperationalError):  # the journal gone, the tags' DELETE gives up
+            wf.purge(older_than="30d")
+    finally:
+        release.set()
+        holder.join()
+        with connection.cursor() as cursor:
+            cursor.execute("SET SESSION innodb_lock_wait_timeout = DEFAULT")
+    assert exists("old-0") and exists("old-1")
+    assert journal.count() == entries and entries > 0
+    assert InstanceTag.objects.filter(instance_id__in=["old-0", "old-1"]).count() == 2
+    assert wf.purge(older_than="30d").instances == 2
+    assert not journal.exists()

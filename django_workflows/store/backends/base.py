@@ -197,6 +197,14 @@ class Backend:
         the ORM's deletes do it."""
         return NotImplemented
 
+    def insert_signal(
+        self, *, name: str, key: str | None, dedupe_id: str | None, payload: Any, now: Any
+    ) -> Any:
+        """Insert a signal with `payload` as stored and make due its waiters as wake_waiters()
+        does, under the exclusive signal lock the caller holds: (the signal's id, how many
+        woken), or NotImplemented where the ORM's INSERT and wake_waiters() do it."""
+        return NotImplemented
+
     def wake_waiters(self, *, name: str, key: str | None, now: Any) -> Any:
         """Make due now (or keep an earlier wake time) every suspended instance with a wait
         registered for signal `name` with exactly `key`: how many, or NotImplemented where the

@@ -17,7 +17,7 @@ from django.db.models import Model
 from django.db.models.constants import OnConflict
 
 from ...models import Signal, Status, StoreLock, Wait, WorkflowInstance
-from . import mysql_collations
+from . import mysql_collations, mysql_deletes
 from .base import Backend, insert
 from .writes import UNSET, fast_writable, write_changes, write_rows
 
@@ -268,6 +268,11 @@ class MySQLBackend(Backend):
                 [at, at, at, name, *([key] if key is not None else []), Status.SUSPENDED],
             )
             return cursor.rowcount
+
+    def delete_instances(self, ids: list[str]) -> Any:
+        """By hand-written SQL: the ORM's fifty deletes of a thousand ids spent half of a
+        purge batch of 10,000 building their filters in Python (mysql_deletes)."""
+        return mysql_deletes.delete_instances(self.connection, ids, self.max_allowed_packet())
 
     def listed_queues(self, limit: int) -> list[str]:
         """The queues of every instance, by a loose index scan of dw_instance_queue_due: the

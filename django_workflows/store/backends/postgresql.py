@@ -19,6 +19,8 @@ from ...models import (
     InstanceAttribute,
     InstanceTag,
     JournalEntry,
+    Signal,
+    Status,
     Wait,
     WorkflowInstance,
 )
@@ -151,6 +153,30 @@ class PostgreSQLBackend(Backend):
                 [list(ids)],
             )
             return cursor.rowcount
+
+    def insert_signal(
+        self, *, name: str, key: str | None, dedupe_id: str | None, payload: Any, now: Any
+    ) -> Any:
+        """The INSERT and the wake-up's UPDATE as one statement: the ORM built the two for
+        about a third of a signal()'s time. Its snapshot is taken after the signal lock (a
+        statement before it), so the UPDATE sees every wait committed under the shared lock."""
+        q = self.connection.ops.quote_name
+        signal, instance, wait = (m._meta.db_table for m in (Signal, WorkflowInstance, Wait))
+        stored = Signal._meta.get_field("payload").get_db_prep_save(payload, self.connection)
+        match = f"{q('key')} = %s" if key is not None else f"{q('key')} IS NULL"
+        with self.connection.cursor() as cursor:
+            cursor.execute(
+                f"WITH signal AS (INSERT INTO {signal} (name, {q('key')}, dedupe_id, payload, "
+                f"created_at) VALUES (%s, %s, %s, %s, %s) RETURNING id), "
+                f"woken AS (UPDATE {instance} SET wake_at = CASE WHEN wake_at IS NULL OR "
+                f"wake_at > %s THEN %s ELSE wake_at END, updated_at = %s WHERE status = %s AND "
+                f"id IN (SELECT instance_id FROM {wait} WHERE {q('signal')} = %s AND {match}) "
+                f"RETURNING 1) SELECT (SELECT id FROM signal), (SELECT COUNT(*) FROM woken)",
+                [name, key, dedupe_id, stored, now, now, now, now, Status.SUSPENDED, name]
+                + ([key] if key is not None else []),
+            )
+            id, woken = cursor.fetchone()
+        return int(id), int(woken)
 
     def listed_queues(self, limit: int) -> list[str]:
         """A loose index scan, written out (PostgreSQL has none of its own): the next queue
