@@ -1,6 +1,9 @@
 """A worker's share of the schedules, those of the workflows it runs: it claims the due ones under
 a lease, starts their occurrences as `missed` and `overlap` say, then writes their new state and
 hands them back. Once a minute it first syncs the declared schedules.
+
+A claimed batch's common case is planned, then written together (batch.py); the rest, one
+schedule at a time, each in a savepoint of its own (Scheduler._run).
 """
 
 from __future__ import annotations
@@ -28,8 +31,9 @@ logger = logging.getLogger("django_workflows")
 
 # Schedules claimed at a time: a tick claims batches until one comes back short.
 CLAIM_BATCH = 100
-# Schedules started per transaction: a commit per 10 rather than 2 per schedule, while the
-# transaction stays short (on SQLite it holds the one write lock the executions wait for).
+# Schedules started one at a time per transaction (those batch.py leaves, or a whole batch whose
+# write failed): a commit per 10 rather than 2 per schedule, while the transaction stays short
+# (on SQLite it holds the one write lock the executions wait for).
 PER_TRANSACTION = 10
 
 
