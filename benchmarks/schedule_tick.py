@@ -8,7 +8,9 @@ each round, in this process: every schedule is made due with one occurrence in t
 (its cursor moved back), and a worker's `Scheduler.run_due()` is called until it handles nothing
 more, with every statement counted (CaptureQueriesContext). Nothing executes the instances (no
 worker runs), so the figures are the tick's alone: the CPU time of this process per schedule
-(the tick runs on this thread), the statements it sent per schedule, and the wall time.
+(the tick runs on this thread), the statements it sent per schedule, and the wall time; on
+PostgreSQL also the CPU time of the server process of the tick's connection (its backend, from
+/proc, in steps of 1/CLK_TCK s), the server's share of the tick.
 
 Ten thousand schedules every minute at C ms of CPU each cost C x 10,000 / 60,000 of a core.
 Figures are printed; nothing is asserted.
@@ -39,6 +41,7 @@ def main(argv: list[str] | None = None) -> None:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
+    from benchmarks.cpu import _process_seconds
     from django_workflows import clock, schedules
     from django_workflows.models import WorkflowInstance, WorkflowSchedule
     from django_workflows.schedules.runner import Scheduler
@@ -60,6 +63,12 @@ def main(argv: list[str] | None = None) -> None:
             state={"cursor": (top - timedelta(seconds=1)).isoformat(), "runs": 0},
         )
         handled = 0
+        backend = None
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_backend_pid()")
+                backend = cursor.fetchone()[0]
+        server = _process_seconds(backend) if backend else 0.0
         wall, cpu = time.perf_counter(), time.thread_time()
         with CaptureQueriesContext(connection) as queries:
             while True:
@@ -68,6 +77,7 @@ def main(argv: list[str] | None = None) -> None:
                 if not count:
                     break
         wall, cpu = time.perf_counter() - wall, time.thread_time() - cpu
+        server = _process_seconds(backend) - server if backend else None
         started = WorkflowInstance.objects.count()
         kinds = collections.Counter(
             " ".join(query["sql"].split()[:2]).split('"')[0].strip()
@@ -75,7 +85,9 @@ def main(argv: list[str] | None = None) -> None:
         )
         print(
             f"round {round}: {handled} schedules handled, {started} instances started; per "
-            f"schedule: CPU {1000 * cpu / handled:.2f} ms, {len(queries) / handled:.2f} "
+            f"schedule: CPU {1000 * cpu / handled:.2f} ms"
+            + (f" (server {1000 * server / handled:.2f} ms)" if server is not None else "")
+            + f", {len(queries) / handled:.2f} "
             f"statements, wall {1000 * wall / handled:.1f} ms "
             f"({', '.join(f'{kind} {count / handled:.2f}' for kind, count in kinds.most_common())})"
         )

@@ -9,6 +9,7 @@ schedule's occurrence. Every write joins the caller's transaction and wakes the 
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -69,7 +70,19 @@ def wake_on_commit(using: str) -> None:
     transaction.on_commit(wakeups.wake_local_workers, using=using)
 
 
-def start_instance(
+@dataclass
+class NewInstance:
+    """An instance about to be created, checked and encoded: its row, the JSON of its input,
+    and what is written with it (its tags, search attributes and first journal entries)."""
+
+    instance: WorkflowInstance
+    value: Any
+    tags: list[str]
+    attributes: dict[str, Any]
+    entries: dict[str, dict[str, Any]]
+
+
+def new_instance(
     definition: Workflow,
     input: Any,
     *,
@@ -84,19 +97,13 @@ def start_instance(
     scheduled_at: datetime | None = None,
     parent_id: str | None = None,
     parent_close: str | None = None,
-    repeated: bool = False,
     subject: Any = None,
     tags: Any = None,
     attributes: Any = None,
     wake_at: datetime | None = None,
-) -> StartResult:
-    """start() of a resolved definition; a schedule's occurrence passes its id and time too,
-    a child its parent's id and what becomes of it when the parent ends. `repeated`: the id
-    is a step's, whose repeat gets the instance back whatever its input. `subject`: the saved
-    model instance it is about (an existing instance keeps the subject it was started with).
-    `tags` (with the definition's own) and `attributes` are written with a created instance
-    only. `queue`: the definition's unless given. `wake_at`: the first time a worker may
-    claim it (a Django task's run_after), now unless given."""
+) -> NewInstance:
+    """What start_instance() creates, checked and encoded, before any write (the arguments are
+    start_instance()'s): raises as start_instance() does for an argument it refuses."""
     value = to_json(input, f'The input of workflow "{definition.name}"', using=using)
     merged = check_tags(tags, static=definition.tags) if tags is not None or definition.tags else []
     # Checked here, before any SQL: the caller's transaction stays usable when one is refused.
@@ -148,21 +155,72 @@ def start_instance(
         created_at=now,
         updated_at=now,
     )
+    # STEP_MIDDLEWARE's process_start(): the caller's trace context, stored with the instance.
+    headers = headers_entry(start_headers(id, definition.name, definition.version))
+    instance.has_headers = bool(headers)
+    payloads.encode_instance(instance)
+    return NewInstance(instance, value, merged, searchable_values, headers)
+
+
+def start_instance(
+    definition: Workflow,
+    input: Any,
+    *,
+    id: str | None,
+    using: str,
+    timeout: Duration | None = None,
+    priority: int | None = None,
+    queue: str | None = None,
+    concurrency_key: str | None = None,
+    rate_limit_key: str | None = None,
+    schedule_id: str | None = None,
+    scheduled_at: datetime | None = None,
+    parent_id: str | None = None,
+    parent_close: str | None = None,
+    repeated: bool = False,
+    subject: Any = None,
+    tags: Any = None,
+    attributes: Any = None,
+    wake_at: datetime | None = None,
+) -> StartResult:
+    """start() of a resolved definition; a schedule's occurrence passes its id and time too,
+    a child its parent's id and what becomes of it when the parent ends. `repeated`: the id
+    is a step's, whose repeat gets the instance back whatever its input. `subject`: the saved
+    model instance it is about (an existing instance keeps the subject it was started with).
+    `tags` (with the definition's own) and `attributes` are written with a created instance
+    only. `queue`: the definition's unless given. `wake_at`: the first time a worker may
+    claim it (a Django task's run_after), now unless given."""
+    new = new_instance(
+        definition,
+        input,
+        id=id,
+        using=using,
+        timeout=timeout,
+        priority=priority,
+        queue=queue,
+        concurrency_key=concurrency_key,
+        rate_limit_key=rate_limit_key,
+        schedule_id=schedule_id,
+        scheduled_at=scheduled_at,
+        parent_id=parent_id,
+        parent_close=parent_close,
+        subject=subject,
+        tags=tags,
+        attributes=attributes,
+        wake_at=wake_at,
+    )
+    id = new.instance.pk
 
     @retries_deadlocks
     def create(using: str) -> tuple[WorkflowInstance, bool]:
         with transaction.atomic(using=using, savepoint=False):
             stored, created = store.create_instance(
-                using, instance, tags=merged, attributes=searchable_values, entries=headers
+                using, new.instance, tags=new.tags, attributes=new.attributes, entries=new.entries
             )
             if created:
                 wake_on_commit(using)
             return stored, created
 
-    # STEP_MIDDLEWARE's process_start(): the caller's trace context, stored with the instance.
-    headers = headers_entry(start_headers(id, definition.name, definition.version))
-    instance.has_headers = bool(headers)
-    payloads.encode_instance(instance)
     stored, created = create(using)
     if not created and (
         stored.workflow != definition.name
@@ -171,7 +229,7 @@ def start_instance(
         or (
             not repeated
             and payloads.decode_value("input", stored.input, payloads.instance_at(id, "input"))
-            != value
+            != new.value
         )
     ):
         raise WorkflowIdConflictError(
@@ -180,6 +238,22 @@ def start_instance(
             f"workflow and input to get it back, or use another id."
         )
     return StartResult(stored.id, stored.workflow, stored.version, created, Status(stored.status))
+
+
+def start_new_instances(using: str, new: list[NewInstance]) -> bool:
+    """Create all of these new instances, or none of them (when an id is taken: False), in a
+    savepoint of the caller's transaction, writing what start_instance() writes for each
+    (its row, tags, search attributes and first journal entries) and waking the workers at
+    commit. Each id is written once: an id taken by an instance started before is left to
+    start_instance()."""
+    if not new:
+        return True
+    if not store.create_instances(
+        using, [(n.instance, n.tags, n.attributes, n.entries) for n in new]
+    ):
+        return False
+    wake_on_commit(using)
+    return True
 
 
 def _key(definition: Workflow, kind: str, given: str | None, input: Any) -> str | None:

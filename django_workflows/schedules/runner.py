@@ -1,6 +1,9 @@
 """A worker's share of the schedules, those of the workflows it runs: it claims the due ones under
 a lease, starts their occurrences as `missed` and `overlap` say, then writes their new state and
 hands them back. Once a minute it first syncs the declared schedules.
+
+A claimed batch's common case is planned, then written together (batch.py); the rest, one
+schedule at a time, each in a savepoint of its own (Scheduler._run).
 """
 
 from __future__ import annotations
@@ -16,35 +19,22 @@ from .. import clock
 from ..client import cancel
 from ..definitions import Schedule, Workflow
 from ..errors import WorkflowError, WorkflowIdConflictError, WorkflowPayloadError
-from ..events import emit
 from ..models import WorkflowSchedule
-from ..registry import registry
 from ..store import schedules as store
-from . import timing as timings
+from . import batch
 from .declared import CONFIRM_EVERY, declared_in_code, sync_declared
 from .ids import occurrence_id
 from .start import start_occurrence
 from .state import State, next_wake, timing_of
-from .timing import Timing
 
 logger = logging.getLogger("django_workflows")
 
-MISSED_GRACE = timedelta(minutes=1)  # missed="skip": an occurrence found this late still starts
-MISSED_MAX = 100  # missed="all": at most the latest 100
 # Schedules claimed at a time: a tick claims batches until one comes back short.
 CLAIM_BATCH = 100
-# Schedules started per transaction: a commit per 10 rather than 2 per schedule, while the
-# transaction stays short (on SQLite it holds the one write lock the executions wait for).
+# Schedules started one at a time per transaction (those batch.py leaves, or a whole batch whose
+# write failed): a commit per 10 rather than 2 per schedule, while the transaction stays short
+# (on SQLite it holds the one write lock the executions wait for).
 PER_TRANSACTION = 10
-# A worker that cannot start a due schedule (its code does not declare it, or it does not register
-# the pinned version) hands it back for this long while missed="skip" would still start the due
-# occurrence, so that a worker that can start it finds it within its minute; else for a minute.
-HAND_BACK_SOON = timedelta(seconds=5)
-
-
-def _before(timing: Timing, after: datetime, occurrence: datetime) -> datetime:
-    """The occurrence just before `occurrence` (there is one after `after`)."""
-    return timings.between(timing, after, occurrence - timedelta(milliseconds=1), 1)[-1]
 
 
 class Scheduler:
@@ -108,9 +98,10 @@ class Scheduler:
             self.using,
             [schedule.pk for schedule in claimed if schedule.spec.get("overlap") != "allow"],
         )
-        for first in range(0, len(claimed), PER_TRANSACTION):
+        alone = self._run_planned(claimed, token, now, declared, running)
+        for first in range(0, len(alone), PER_TRANSACTION):
             with store.batch_transaction(self.using):
-                for schedule in claimed[first : first + PER_TRANSACTION]:
+                for schedule in alone[first : first + PER_TRANSACTION]:
                     try:
                         with transaction.atomic(using=self.using):  # a savepoint: this one alone
                             self._run(schedule, token, now, declared, running.get(schedule.pk, []))
@@ -121,6 +112,52 @@ class Scheduler:
                             schedule.pk,
                         )
         return len(claimed)
+
+    def _run_planned(
+        self,
+        claimed: list[WorkflowSchedule],
+        token: str,
+        now: datetime,
+        in_code: dict[str, tuple[Workflow, Schedule]],
+        running: dict[str, list[str]],
+    ) -> list[WorkflowSchedule]:
+        """Plan the claimed schedules, and write those planned in one transaction (batch.py).
+        Returns the schedules left to the per-schedule path: those without a plan, or all of
+        them when the batch's write failed (then it wrote nothing)."""
+        plans: list[batch.Plan] = []
+        alone: list[WorkflowSchedule] = []
+        for schedule in claimed:
+            try:
+                planned = batch.plan(
+                    self.using, schedule, now, in_code, list(running.get(schedule.pk, []))
+                )
+            except Exception:
+                planned = None  # the per-schedule path meets the error again, and logs it
+            if planned is None:
+                alone.append(schedule)
+            else:
+                plans.append(planned)
+        if not plans:
+            return alone
+        try:
+            with store.batch_transaction(self.using):
+                batch.write(self.using, token, now, plans)
+        except batch.IdTaken:
+            logger.info(
+                "An occurrence of a batch of schedules has its instance already: each "
+                "schedule of the batch starts its occurrences alone."
+            )
+            return claimed
+        except Exception:
+            logger.exception(
+                "A batch of %d schedules failed to start its occurrences; each starts them alone.",
+                len(plans),
+            )
+            return claimed
+        for planned in plans:
+            for skipped in planned.skipped:
+                batch.skipped_event(planned.schedule, skipped, now)
+        return alone
 
     def _run(
         self,
@@ -135,16 +172,12 @@ class Scheduler:
         declared = in_code.get(schedule.pk) if schedule.declared else None
         if schedule.declared and declared is None:
             # Another process's code declares it: only such processes start its timings.
-            self._hand_back(schedule, token, now, soon=self._due_within_grace(schedule, now))
+            self._hand_back(schedule, token, now, soon=batch.due_within_grace(schedule, now))
             return
-        registered = (
-            registry.get(schedule.workflow, schedule.version)
-            if schedule.version is not None
-            else registry.latest(schedule.workflow)
-        )
+        registered = batch.definition_of(schedule)
         if registered is None:
             # Pinned to a version this process does not register: leave it to one that does.
-            self._hand_back(schedule, token, now, soon=self._due_within_grace(schedule, now))
+            self._hand_back(schedule, token, now, soon=batch.due_within_grace(schedule, now))
             return
         try:
             store.decoded(schedule)
@@ -157,23 +190,9 @@ class Scheduler:
         spec = schedule.spec
         timing = timing_of(schedule)
         state = State.of(schedule)
-        due = timings.between(timing, state.cursor, now, MISSED_MAX)
-        start: list[datetime] = []
-        if due:
-            first_missed = timings.next_after(timing, state.cursor)
-            missed = spec.get("missed", "skip")
-            if missed == "skip":
-                start = [at for at in due if now - at <= MISSED_GRACE]
-            elif missed == "once":
-                start = [due[-1]]
-            else:
-                start = list(due)
-            passed = [at for at in due if at not in start]
-            earlier = first_missed is not None and first_missed < due[0]  # beyond the last 100
-            if passed or earlier:
-                last = passed[-1] if passed else _before(timing, state.cursor, due[0])
-                self._skipped(schedule, "missed", first_missed or due[0], last, now)
-            state.cursor = due[-1]
+        start, missed = batch.due_starts(timing, spec, state, now)
+        if missed is not None:
+            batch.skipped_event(schedule, missed, now)
         candidates = ([state.buffered] if state.buffered is not None else []) + start
         state.buffered = None
         limit = spec.get("limit")
@@ -215,16 +234,9 @@ class Scheduler:
             token,
             now=now,
             state=schedule.state,
-            wake_at=now + (HAND_BACK_SOON if soon else CONFIRM_EVERY),
+            wake_at=batch.hand_back_wake(schedule, now, soon=soon),
             release=True,
         )
-
-    @staticmethod
-    def _due_within_grace(schedule: WorkflowSchedule, now: datetime) -> bool:
-        """Whether an occurrence is due that missed="skip" still starts if found by now + a
-        minute: handed back for a minute, it would be found too late."""
-        latest = timings.between(timing_of(schedule), State.of(schedule).cursor, now, 1)
-        return bool(latest) and now - latest[-1] <= MISSED_GRACE
 
     def _overlap_allows(
         self,
@@ -272,12 +284,4 @@ class Scheduler:
         last: datetime,
         now: datetime,
     ) -> None:
-        emit(
-            "schedule-skipped",
-            id=schedule.pk,
-            workflow=schedule.workflow,
-            version=schedule.version,
-            at=now,
-            reason=reason,
-            **{"from": first, "to": last},
-        )
+        batch.skipped_event(schedule, (reason, first, last), now)

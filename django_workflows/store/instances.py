@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from django.db import transaction
 from django.db.models import Case, F, Q, Value, When
 
 from ..attributes import Condition, Stored
@@ -112,6 +113,39 @@ def create_instance(
             # the cursor's read above) predates the row the insert found; a locking read sees it.
             found = rows.select_for_update().get(pk=instance.pk)
         return found, False
+
+
+def create_instances(
+    using: str,
+    new: list[tuple[WorkflowInstance, list[str], dict[str, Stored], dict[str, dict[str, Any]]]],
+) -> bool:
+    """Insert these pending instances (each with its tags, search attributes and first journal
+    entries, as create_instance()) in one statement, all of them or none: in a savepoint of the
+    caller's transaction, rolled back when an id exists (False)."""
+    with backend(using).write_transaction():
+        backend(using).take_write_lock()
+        cursor = last_signal_id(using)
+        instances = [instance for instance, _, _, _ in new]
+        for instance in instances:
+            instance.signal_cursor = cursor
+        if backend(using).insert_ignore_many(instances) != len(instances):
+            transaction.set_rollback(True, using=using)  # to the savepoint: nothing written
+            return False
+        for instance, tags, attributes, _ in new:
+            if tags or attributes:
+                searchable.create(using, instance.pk, tags, attributes, instance.created_at)
+        journal = [
+            JournalEntry(
+                instance_id=instance.pk,
+                name=name,
+                document=payloads.encode_document(instance.pk, name, document),
+            )
+            for instance, _, _, entries in new
+            for name, document in entries.items()
+        ]
+        if journal:
+            JournalEntry.objects.using(using).bulk_create(journal)
+    return True
 
 
 def get_instance(using: str, id: str) -> WorkflowInstance | None:

@@ -46,8 +46,14 @@ class ScheduleSave:
 
 def decoded(schedule: WorkflowSchedule) -> WorkflowSchedule:
     """The schedule with its input decoded (WorkflowPayloadError when the codec cannot read it)."""
-    schedule.input = codecs.decode(schedule.input, input_at(schedule.pk))
+    schedule.input = decoded_input(schedule)
     return schedule
+
+
+def decoded_input(schedule: WorkflowSchedule) -> Any:
+    """The schedule's input decoded, the schedule left as it is (WorkflowPayloadError when the
+    codec cannot read it)."""
+    return codecs.decode(schedule.input, input_at(schedule.pk))
 
 
 @retries_deadlocks
@@ -199,6 +205,21 @@ def write_schedule(
         fields.update(lease_token=None, lease_owner=None, lease_until=None)
     rows = WorkflowSchedule.objects.using(using).filter(pk=id, lease_token=token)
     return bool(rows.update(revision=F("revision") + 1, **fields))
+
+
+def write_schedules(
+    using: str,
+    token: str,
+    *,
+    now: datetime,
+    writes: list[tuple[str, dict[str, Any] | None, datetime | None]],
+) -> int:
+    """The lease holder's write of a batch of schedules claimed with `token`, each (id, state,
+    wake time): as write_schedule() with `release` for each, in one conditional UPDATE (each
+    only while `token` is still its lease token). Returns how many it wrote."""
+    if not writes:
+        return 0
+    return backend(using).write_schedules(token, now, writes)
 
 
 @retries_deadlocks

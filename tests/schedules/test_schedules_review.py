@@ -170,9 +170,19 @@ def test_a_worker_whose_code_does_not_declare_it_leaves_it_to_one_within_the_min
 @pytest.fixture
 def crash_after_starting(monkeypatch):
     """The first write of each schedule's run fails, as if the worker died after starting its
-    occurrences: the run repeats once the lease expires."""
+    occurrences: the run repeats once the lease expires. (The first batch write that includes
+    it fails too: the tick then runs it alone, and its write fails.)"""
     crashed: set[str] = set()
+    crashed_in_batch: set[str] = set()
     real_write = schedule_store.write_schedule
+    real_batch_write = schedule_store.write_schedules
+
+    def batch_write(using, token, *, now, writes):
+        first = {id for id, _, _ in writes} - crashed_in_batch
+        if first:
+            crashed_in_batch.update(first)
+            raise RuntimeError("the worker died before its write")
+        return real_batch_write(using, token, now=now, writes=writes)
 
     def write(using, id, token, **kwargs):
         if id not in crashed:
@@ -181,6 +191,7 @@ def crash_after_starting(monkeypatch):
         return real_write(using, id, token, **kwargs)
 
     monkeypatch.setattr(schedule_store, "write_schedule", write)
+    monkeypatch.setattr(schedule_store, "write_schedules", batch_write)
     return crashed
 
 

@@ -50,6 +50,8 @@ class PostgreSQLBackend(Backend):
     has_listen_notify = True
     rejects_nul = True
     max_value_bytes = 255 * 1024 * 1024  # what jsonb holds at most
+    json_parameter = "%s::jsonb"
+    datetime_parameter = "%s::timestamptz"
 
     def check(self) -> list[CheckMessage]:
         """E004: transactions stricter than READ COMMITTED."""
