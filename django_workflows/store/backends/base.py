@@ -12,14 +12,14 @@ from __future__ import annotations
 import functools
 import random
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from django.apps import apps
 from django.core.checks import CheckMessage
 from django.db import connections, transaction
-from django.db.models import Model, Q, Sum
+from django.db.models import Field, Model, Q, Sum
 from django.db.models.constants import OnConflict
 from django.db.models.fields import AutoFieldMixin
 from django.db.models.sql import InsertQuery
@@ -133,7 +133,7 @@ class Backend:
         caller's transaction on PostgreSQL that would abort the whole transaction."""
         return insert(obj, self.alias, OnConflict.IGNORE, []) == 1
 
-    def insert_ignore_many(self, objs: list[Model]) -> int:
+    def insert_ignore_many(self, objs: Sequence[Model]) -> int:
         """INSERT the rows, of one model, in one statement, each unless its key exists (as
         insert_ignore()). Returns how many it inserted."""
         return insert_rows(objs, self.alias, OnConflict.IGNORE, []) if objs else 0
@@ -173,15 +173,20 @@ class Backend:
             wakes += [key, wake_at.get_db_prep_save(at, connection)]
         json_when = f"WHEN %s THEN {self.json_parameter} " * len(writes)
         time_when = f"WHEN %s THEN {self.datetime_parameter} " * len(writes)
-        column = {f: name(meta.get_field(f).column) for f in ("id", "state", "wake_at")}
-        column.update({f: name(meta.get_field(f).column) for f in _RELEASED})
+
+        def quoted(field_name: str) -> str:
+            field = meta.get_field(field_name)
+            assert isinstance(field, Field) and field.column is not None
+            return str(name(field.column))
+
+        names = ("id", "state", "wake_at", "updated_at", "revision", *_RELEASED)
+        column = {f: quoted(f) for f in names}
         sql = (
             f"UPDATE {name(meta.db_table)} SET "
             f"{column['state']} = CASE {column['id']} {json_when}END, "
             f"{column['wake_at']} = CASE {column['id']} {time_when}END, "
-            f"{name(meta.get_field('updated_at').column)} = %s, "
-            f"{name(meta.get_field('revision').column)} = "
-            f"{name(meta.get_field('revision').column)} + 1, "
+            f"{column['updated_at']} = %s, "
+            f"{column['revision']} = {column['revision']} + 1, "
             + ", ".join(f"{column[f]} = NULL" for f in _RELEASED)
             + f" WHERE {column['id']} IN ({', '.join(['%s'] * len(ids))}) "
             f"AND {column['lease_token']} = %s"
@@ -367,7 +372,7 @@ def insert(obj: Model, using: str, on_conflict: OnConflict, update_fields: list[
 
 
 def insert_rows(
-    objs: list[Model], using: str, on_conflict: OnConflict, update_fields: list[Any]
+    objs: Sequence[Model], using: str, on_conflict: OnConflict, update_fields: list[Any]
 ) -> int:
     """INSERT `objs` (of one model, with the same fields set) with the ORM's statement for
     `on_conflict`; returns the rows inserted."""
@@ -385,7 +390,7 @@ def insert_rows(
     with connection.cursor() as cursor:
         for first_row in range(0, len(objs), size):
             query = InsertQuery(model, on_conflict=on_conflict, update_fields=update_fields)
-            query.insert_values(fields, objs[first_row : first_row + size])
+            query.insert_values(fields, list(objs[first_row : first_row + size]))
             for sql, params in query.get_compiler(using=using).as_sql():
                 cursor.execute(sql, params)
                 inserted += max(cursor.rowcount, 0)

@@ -85,7 +85,8 @@ def _delete_listed(connection: Any, ids: list[str]) -> int:
 def _packets(ids: list[str], packet: int) -> Iterator[list[str]]:
     """`ids` in lists whose statement fits in half a packet: each id as an escaped literal
     (a quote or backslash takes two bytes) with its quotes and comma, in UTF-8."""
-    room, size, chunk = max(packet // 2, 64 * 1024), 0, []
+    room, size = max(packet // 2, 64 * 1024), 0
+    chunk: list[str] = []
     for id in ids:
         length = 2 * len(id.encode()) + 4
         if chunk and size + length > room:
