@@ -30,7 +30,7 @@ from .postgresql_claims import LEASE_CLASS
 from .writes import UNSET, fast_writable, write_changes
 
 if TYPE_CHECKING:
-    from ..instances import InstanceWrite
+    from ..instances import InstanceWrite, Ride
 
 logger = logging.getLogger("django_workflows")
 
@@ -48,6 +48,7 @@ class PostgreSQLBackend(Backend):
 
     has_advisory_locks = True
     has_listen_notify = True
+    has_rides = True
     rejects_nul = True
     max_value_bytes = 255 * 1024 * 1024  # what jsonb holds at most
     json_parameter = "%s::jsonb"
@@ -198,8 +199,11 @@ class PostgreSQLBackend(Backend):
             cursor.execute(sql, [limit])
             return [row[0] for row in cursor.fetchall()]
 
-    def fast_write(self, id: str, token: str, write: InstanceWrite) -> Any:
-        """One statement: lock the row in a CTE, upsert the entries, update, notify, return."""
+    def fast_write(
+        self, id: str, token: str, write: InstanceWrite, ride: Ride | None = None
+    ) -> Any:
+        """One statement: lock the row in a CTE, upsert the entries, update, notify, return;
+        for a release with `ride`, claim the next due instance in the same statement."""
         if not fast_writable(write):
             return NotImplemented
         instances = WorkflowInstance._meta.db_table
@@ -256,16 +260,64 @@ class PostgreSQLBackend(Backend):
                 f"FROM held WHERE i.id = held.id RETURNING 1)"
             )
             params += values
-        select = " SELECT cancel_requested, terminate_requested, cancel_reason"
+        riding = ride is not None and write.release is not None
+        if riding:
+            assert ride is not None
+            parts.append(", ")
+            params += self._ride(parts, id, write, ride)
+        select = (
+            " SELECT held.cancel_requested AS held_cancel_requested, "
+            "held.terminate_requested AS held_terminate_requested, "
+            "held.cancel_reason AS held_cancel_reason"
+        )
         # result() and get_value() in other processes wake at the commit
         if write.announce or changes.get("status") in FINISHED:
-            select += ", (SELECT pg_notify(%s, held.id) WHERE held.awaited)"
+            select += ", (SELECT pg_notify(%s, held.id) WHERE held.awaited) AS notified"
             params.append(ENDED_CHANNEL)
-        parts.append(select + " FROM held")
-        with self.connection.cursor() as cursor:
-            cursor.execute("".join(parts), params)
-            row = cursor.fetchone()
-            return None if row is None else row[:3]
+        if not riding:
+            parts.append(select + " FROM held")
+            with self.connection.cursor() as cursor:
+                cursor.execute("".join(parts), params)
+                row = cursor.fetchone()
+                return None if row is None else row[:3]
+        parts.append(select + ", rode.* FROM held LEFT JOIN rode ON TRUE")
+        # The flags' row, joined to the leased instance if any: raw() builds the instance (the
+        # JSON columns decoded as the ORM does) and keeps the flags as attributes.
+        returned = list(WorkflowInstance.objects.using(self.alias).raw("".join(parts), params))
+        if not returned:
+            return None
+        first: Any = returned[0]
+        flags = (
+            first.held_cancel_requested,
+            first.held_terminate_requested,
+            first.held_cancel_reason,
+        )
+        rode = [row for row in returned if row.pk is not None]
+        return (*flags, (rode, getattr(rode[0], "last_signal_id", 0) if rode else 0))
+
+    @staticmethod
+    def _ride(parts: list[str], id: str, write: InstanceWrite, ride: Ride) -> list[Any]:
+        """The claim that rides on a release (`picked AS (...), rode AS (UPDATE ...)`, appended
+        to `parts`), and its parameters: one due instance of the ride's workflows and queues,
+        never the writer's own, leased only if the writer still holds its lease."""
+        picks, params = claims.due_ctes(
+            columns="id",
+            now=write.now,
+            limit=1,
+            workflows=ride.workflows,
+            queues=ride.queues,
+            where=("id <> %s", [id]),
+        )
+        lease, more = claims.lease_sql(
+            "picked",
+            token=ride.token,
+            owner=ride.owner,
+            lease_until=write.now + ride.lease_duration,
+            now=write.now,
+            condition="EXISTS (SELECT 1 FROM held)",
+        )
+        parts.append(f"{picks}, rode AS ({lease})")
+        return params + more
 
     def fast_claim(
         self,

@@ -25,7 +25,23 @@ def due_ranges(
     queues: list[str] | None,
     where: tuple[str, list[Any]] = ("", []),
 ) -> tuple[str, list[Any]]:
-    """`WITH ..., picked AS (...)`: the first `limit` due instances in claim order, locked FOR
+    """`WITH ..., picked AS (...) `: due_ctes() as a statement's WITH clause."""
+    ctes, params = due_ctes(
+        columns=columns, now=now, limit=limit, workflows=workflows, queues=queues, where=where
+    )
+    return f"WITH {ctes} ", params
+
+
+def due_ctes(
+    *,
+    columns: str,
+    now: Any,
+    limit: int,
+    workflows: list[tuple[str, int]],
+    queues: list[str] | None,
+    where: tuple[str, list[Any]] = ("", []),
+) -> tuple[str, list[Any]]:
+    """`..., picked AS (...)`: the first `limit` due instances in claim order, locked FOR
     UPDATE SKIP LOCKED, as `columns` (`id` among them) and their order's columns.
 
     Every queue: one range of the claim index (dw_instance_due, which holds no leased instance),
@@ -67,16 +83,16 @@ def due_ranges(
     merged = " UNION ALL ".join(branches)
     parts.append(f"picked AS (SELECT * FROM ({merged}) AS c {ORDER} LIMIT %s)")
     params.append(limit)
-    return f"WITH {', '.join(parts)} ", params
+    return ", ".join(parts), params
 
 
 def lease_sql(
-    picked: str, *, token: str, owner: str, lease_until: Any, now: Any
+    picked: str, *, token: str, owner: str, lease_until: Any, now: Any, condition: str = ""
 ) -> tuple[str, list[Any]]:
     """`UPDATE ...`: lease the instances of `picked` (a FROM item with an `id` column) and
     return their rows, each with the last signal id (of the statement's snapshot: a signal
     committed after it has a higher id, and the release's check for signals above the cursor
-    catches it)."""
+    catches it). `condition`: SQL without parameters that must hold too."""
     table = WorkflowInstance._meta.db_table
     signals = Signal._meta.db_table
     columns = ", ".join(f"i.{field.column}" for field in WorkflowInstance._meta.concrete_fields)
@@ -84,7 +100,7 @@ def lease_sql(
         f"UPDATE {table} AS i SET lease_token = %s, lease_owner = %s, lease_until = %s, "
         f"runs = i.runs + 1, updated_at = %s, "
         f"status = CASE WHEN i.status = %s THEN i.status ELSE %s END "
-        f"FROM {picked} WHERE i.id = picked.id "
+        f"FROM {picked} WHERE i.id = picked.id {f'AND {condition} ' if condition else ''}"
         f"RETURNING {columns}, (SELECT COALESCE(MAX(id), 0) FROM {signals}) AS last_signal_id"
     )
     return sql, [token, owner, lease_until, now, Status.COMPENSATING, Status.RUNNING]
