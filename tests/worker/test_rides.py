@@ -92,14 +92,16 @@ def release(id: str, token: str, the_ride: store.Ride, **changes) -> store.Lease
 
 def test_a_release_leases_the_next_due_instance_in_the_same_statement(rides, ran):
     wf.start("ride-once", None, id="a")
-    wf.start("ride-once", None, id="b")
+    wf.start("ride-once", {"order": 7, "at": "2026-12-02"}, id="b")
     token = lease("a")
     the_ride = ride()
     with CaptureQueriesContext(connection) as statements:
         flags = release("a", token, the_ride)
     assert len(statements.captured_queries) == 1
     assert flags is not None and flags.rode is not None
-    assert [i.id for i in flags.rode.instances] == ["b"]
+    [leased] = flags.rode.instances
+    assert (leased.id, leased.input, leased.runs) == ("b", {"order": 7, "at": "2026-12-02"}, 1)
+    assert leased.created_at == WorkflowInstance.objects.get(pk="b").created_at
     b = WorkflowInstance.objects.get(pk="b")
     assert (b.lease_owner, b.lease_token, b.runs, b.status) == (
         "rider",

@@ -265,35 +265,35 @@ class PostgreSQLBackend(Backend):
             assert ride is not None
             parts.append(", ")
             params += self._ride(parts, id, write, ride)
-        select = (
-            " SELECT held.cancel_requested AS held_cancel_requested, "
-            "held.terminate_requested AS held_terminate_requested, "
-            "held.cancel_reason AS held_cancel_reason"
-        )
+        select = " SELECT held.cancel_requested, held.terminate_requested, held.cancel_reason"
+        selected = 3  # the columns before the ride's
         # result() and get_value() in other processes wake at the commit
         if write.announce or changes.get("status") in FINISHED:
-            select += ", (SELECT pg_notify(%s, held.id) WHERE held.awaited) AS notified"
+            select += ", (SELECT pg_notify(%s, held.id) WHERE held.awaited)"
             params.append(ENDED_CHANNEL)
+            selected += 1
         if not riding:
             parts.append(select + " FROM held")
             with self.connection.cursor() as cursor:
                 cursor.execute("".join(parts), params)
                 row = cursor.fetchone()
                 return None if row is None else row[:3]
-        parts.append(select + ", rode.* FROM held LEFT JOIN rode ON TRUE")
-        # The flags' row, joined to the leased instance if any: raw() builds the instance (the
-        # JSON columns decoded as the ORM does) and keeps the flags as attributes.
-        returned = list(WorkflowInstance.objects.using(self.alias).raw("".join(parts), params))
+        fields = WorkflowInstance._meta.concrete_fields
+        columns = ", ".join(f"rode.{field.column}" for field in fields)
+        parts.append(f"{select}, {columns}, rode.last_signal_id FROM held LEFT JOIN rode ON TRUE")
+        with self.connection.cursor() as cursor:
+            cursor.execute("".join(parts), params)
+            returned = cursor.fetchall()
         if not returned:
             return None
-        first: Any = returned[0]
-        flags = (
-            first.held_cancel_requested,
-            first.held_terminate_requested,
-            first.held_cancel_reason,
-        )
-        rode = [row for row in returned if row.pk is not None]
-        return (*flags, (rode, getattr(rode[0], "last_signal_id", 0) if rode else 0))
+        # The flags' row, joined to the instance the ride leased if any (its columns NULL if
+        # none).
+        rode = [
+            claims.instance_of(self.alias, row[selected : selected + len(fields)])
+            for row in returned
+            if row[selected] is not None
+        ]
+        return (*returned[0][:3], (rode, returned[0][-1] if rode else 0))
 
     @staticmethod
     def _ride(parts: list[str], id: str, write: InstanceWrite, ride: Ride) -> list[Any]:

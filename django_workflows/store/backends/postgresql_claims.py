@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db import connections
+
 from ...models import Signal, Status, WorkflowInstance
 
 LEASE_CLASS = 0x4457574C  # "DWWL": (LEASE_CLASS, hashtext(instance id)), see await_row_lock
@@ -104,6 +106,19 @@ def lease_sql(
         f"RETURNING {columns}, (SELECT COALESCE(MAX(id), 0) FROM {signals}) AS last_signal_id"
     )
     return sql, [token, owner, lease_until, now, Status.COMPENSATING, Status.RUNNING]
+
+
+def instance_of(alias: str, values: Any) -> WorkflowInstance:
+    """The instance of a row of every concrete field's column, in the model's order, converted
+    as the ORM converts what it reads (the JSON columns decoded)."""
+    connection = connections[alias]
+    fields = WorkflowInstance._meta.concrete_fields
+    converted = []
+    for field, value in zip(fields, values, strict=True):
+        for converter in field.get_db_converters(connection):
+            value = converter(value, None, connection)
+        converted.append(value)
+    return WorkflowInstance.from_db(alias, [field.attname for field in fields], converted)
 
 
 def leased(alias: str, sql: str, params: list[Any]) -> tuple[list[WorkflowInstance], int]:
