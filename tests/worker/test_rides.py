@@ -6,6 +6,7 @@ would, never what another claim holds, and nothing unless the release itself lan
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from datetime import timedelta
 
@@ -19,6 +20,7 @@ from django_workflows.models import Status, WorkflowInstance
 from django_workflows.store import instances as store
 from django_workflows.store.backends import backend
 from django_workflows.worker import Worker
+from tests.helpers import wait_until, worker_thread
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -266,3 +268,30 @@ def test_a_worker_under_limits_rides_nothing(define):
         return input
 
     assert Worker(workflows=["ride-limited"])._ride() is None
+
+
+def test_a_worker_that_stops_while_riding_leaves_no_lease_behind(define):
+    # Each step takes a little while, so the stop comes while releases ride.
+    ran: list[str] = []
+    guard = threading.Lock()
+
+    def note(ctx) -> str:
+        time.sleep(0.01)
+        with guard:
+            ran.append(ctx.instance_id)
+        return ctx.instance_id
+
+    @define("ride-slow")
+    def slow(ctx, input):
+        ctx.step("note", lambda step: note(ctx))
+        return ctx.step("again", lambda step: "done")
+
+    for n in range(40):
+        wf.start("ride-slow", None, id=f"s-{n:02d}")
+    with worker_thread(concurrency=2, poll_interval="50ms", shutdown_timeout="5s"):
+        assert wait_until(lambda: len(ran) >= 10, 30)
+    # Every instance it leased, by a claim or a ride, was run to its end or handed back.
+    assert not WorkflowInstance.objects.filter(lease_token__isnull=False).exists()
+    wf.drain()
+    assert set(WorkflowInstance.objects.values_list("status", flat=True)) == {Status.COMPLETED}
+    assert sorted(ran) == [f"s-{n:02d}" for n in range(40)]  # each step once
