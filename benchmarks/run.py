@@ -19,6 +19,9 @@
    that LISTENs (one per worker process) reads the notification queue each time it is woken by
    a NOTIFY; the engine announces an instance's end only when a result() waits for it, so the
    drain of this script sends none.
+   The workers then idle for a few seconds, and the transactions they commit per second
+   meanwhile (claims that find nothing, schedule ticks, renewals, registry beats: by the
+   clock, not by the workflow) are printed, with the total per workflow without them.
    On MariaDB/MySQL, the server-wide `Com_commit` (explicit COMMITs: the store's multi-statement
    transactions) and `Handler_commit` (storage-engine commits, autocommit statements included,
    read-only ones too) over the same phases; nothing else should use the server meanwhile.
@@ -204,6 +207,23 @@ def mysql_commits(vendor: str) -> dict[str, int] | None:
         return {name: int(value) for name, value in cursor.fetchall()}
     finally:
         conn.close()
+
+
+IDLE_SECONDS = 5.0
+
+
+def idle_transactions(vendor: str) -> float | None:
+    """The transactions per second of the benchmark database while the workers idle (they
+    have drained everything), over IDLE_SECONDS (PostgreSQL only): what the drain phase counts
+    by the clock rather than by the workflow."""
+    if vendor != "postgres":
+        return None
+    settle_stats(vendor)
+    before = xact_commit(vendor)
+    time.sleep(IDLE_SECONDS)
+    after = xact_commit(vendor)
+    assert before is not None and after is not None
+    return (after - before) / IDLE_SECONDS
 
 
 def settle_stats(vendor: str) -> None:
@@ -417,13 +437,16 @@ def measure(args: argparse.Namespace, env: dict[str, str], processes: int) -> di
     samples: list[cpu.Sample] = []
     launched = time.perf_counter()
     workers.start()
+    idle_rate = None
     try:
         _, polls = wait_until_completed(args, workers, args.workflows, samples)
         wall = time.perf_counter() - launched
         first_step, last_completion = active_window()
         window = (last_completion - first_step).total_seconds()
+        idle_rate = idle_transactions(args.db)
     finally:
         workers.stop()  # exiting backends flush their statistics
+        lifetime = time.perf_counter() - launched
     settle_stats(args.db)
     after_drain = xact_commit(args.db)
     mysql_after_drain = mysql_commits(args.db)
@@ -454,6 +477,14 @@ def measure(args: argparse.Namespace, env: dict[str, str], processes: int) -> di
             "  (the drain phase includes the workers' idle polls between the last completion "
             "and their shutdown, about one claim per process per poll interval)"
         )
+        if idle_rate is not None:
+            timed = idle_rate * lifetime
+            print(
+                f"  idle, the workers commit {idle_rate:.1f} transactions/s (claims that find "
+                f"nothing, schedule ticks, lease renewals, registry beats): over their "
+                f"{lifetime:.1f}s at most {timed:.0f} of the drain phase; without them, total "
+                f"{(total - timed) / args.workflows:.2f}/workflow"
+            )
     if mysql_before_start and mysql_after_start and mysql_after_drain:
         for name in MYSQL_COUNTERS:
             started = mysql_after_start[name] - mysql_before_start[name]
