@@ -1,13 +1,11 @@
 """This process's CPU per workflow for in-process drain()s of three-step workflows.
 
-    DB=postgres BENCH_DB_NAME=bench [BENCH_OTEL=1] [BENCH_POOL=C] python benchmarks/drain_cpu.py [N] [ROUNDS]
+    DB=postgres BENCH_DB_NAME=bench [BENCH_OTEL=1] python benchmarks/drain_cpu.py [N] [ROUNDS]
 
 Drops and re-creates the benchmark database, then ROUNDS times starts N instances of `bench`
 (outside any span) and drains them with `drain()` (one claim at a time), printing the CPU
 (`time.process_time()`) per workflow of each drain. BENCH_OTEL=1 puts the OpenTelemetry
-middleware on, as `run.py --otel` does. BENCH_POOL=C drains with the worker's own loop instead,
-`Worker(concurrency=C).run_until_idle()` (its thread pool, batched claims, renewals and, on
-PostgreSQL, the claims that ride on releases). Less moved by a busy machine than a rate.
+middleware on, as `run.py --otel` does. Less moved by a busy machine than a rate.
 """
 
 from __future__ import annotations
@@ -34,9 +32,6 @@ def main() -> None:
     from django.core.management import call_command
 
     import django_workflows as wf
-    from django_workflows.worker import Worker
-
-    pool = os.environ.get("BENCH_POOL")
 
     call_command("migrate", verbosity=0)
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 500
@@ -46,14 +41,9 @@ def main() -> None:
         for i in range(n):
             wf.start("bench", {"steps": 3}, id=f"cpu-{round}-{i}")
         started = time.process_time()
-        if pool:
-            Worker(concurrency=int(pool), poll_interval="50ms").run_until_idle()
-        else:
-            wf.drain()
+        wf.drain()
         figures.append((time.process_time() - started) / n * 1000)
     drain = "traced" if os.environ.get("BENCH_OTEL") else "sync"
-    if pool:
-        drain += f", pool of {pool}"
     print(f"{drain}: CPU per workflow, ms: {' '.join(f'{f:.2f}' for f in figures)}")
 
 

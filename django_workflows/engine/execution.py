@@ -164,7 +164,6 @@ class Execution(Runtime):
         return Status.SUSPENDED
 
     def _hand_back(self) -> str:
-        self.ride = None  # a stopping execution: its worker claims nothing more
         try:
             self.write(**self._handing_back(self.now()))
         except LeaseLost:
@@ -185,7 +184,6 @@ class Execution(Runtime):
             type(error).__name__,
             exc_info=error,
         )
-        self.ride = None
         try:
             self.write(**self._handing_back(self.now()))
         except (errors.WorkflowInterrupt, Exception):

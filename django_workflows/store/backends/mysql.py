@@ -22,7 +22,7 @@ from .base import Backend, insert
 from .writes import UNSET, fast_writable, write_changes, write_rows
 
 if TYPE_CHECKING:
-    from ..instances import InstanceWrite, Ride
+    from ..instances import InstanceWrite
 
 SIGNAL_LOCK_NAME = "signals"
 """The StoreLock row that signals lock exclusively and writes registering waits shared."""
@@ -287,9 +287,7 @@ class MySQLBackend(Backend):
             )
             return [row[0] for row in cursor.fetchall()]
 
-    def fast_write(
-        self, id: str, token: str, write: InstanceWrite, ride: Ride | None = None
-    ) -> Any:
+    def fast_write(self, id: str, token: str, write: InstanceWrite) -> Any:
         """Three statements in one transaction: lock the row by its lease token, upsert the
         journal entries (the guarded ones only while no cancel or terminate is requested),
         update; without the ORM's query building and the two autocommit switches around each

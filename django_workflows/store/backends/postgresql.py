@@ -30,7 +30,7 @@ from .postgresql_claims import LEASE_CLASS
 from .writes import UNSET, fast_writable, write_changes
 
 if TYPE_CHECKING:
-    from ..instances import InstanceWrite, Ride
+    from ..instances import InstanceWrite
 
 logger = logging.getLogger("django_workflows")
 
@@ -48,7 +48,6 @@ class PostgreSQLBackend(Backend):
 
     has_advisory_locks = True
     has_listen_notify = True
-    has_rides = True
     rejects_nul = True
     max_value_bytes = 255 * 1024 * 1024  # what jsonb holds at most
     json_parameter = "%s::jsonb"
@@ -199,11 +198,8 @@ class PostgreSQLBackend(Backend):
             cursor.execute(sql, [limit])
             return [row[0] for row in cursor.fetchall()]
 
-    def fast_write(
-        self, id: str, token: str, write: InstanceWrite, ride: Ride | None = None
-    ) -> Any:
-        """One statement: lock the row in a CTE, upsert the entries, update, notify, return;
-        for a release with `ride`, claim the next due instance in the same statement."""
+    def fast_write(self, id: str, token: str, write: InstanceWrite) -> Any:
+        """One statement: lock the row in a CTE, upsert the entries, update, notify, return."""
         if not fast_writable(write):
             return NotImplemented
         instances = WorkflowInstance._meta.db_table
@@ -260,64 +256,16 @@ class PostgreSQLBackend(Backend):
                 f"FROM held WHERE i.id = held.id RETURNING 1)"
             )
             params += values
-        riding = ride is not None and write.release is not None
-        if riding:
-            assert ride is not None
-            parts.append(", ")
-            params += self._ride(parts, id, write, ride)
-        select = " SELECT held.cancel_requested, held.terminate_requested, held.cancel_reason"
-        selected = 3  # the columns before the ride's
+        select = " SELECT cancel_requested, terminate_requested, cancel_reason"
         # result() and get_value() in other processes wake at the commit
         if write.announce or changes.get("status") in FINISHED:
             select += ", (SELECT pg_notify(%s, held.id) WHERE held.awaited)"
             params.append(ENDED_CHANNEL)
-            selected += 1
-        if not riding:
-            parts.append(select + " FROM held")
-            with self.connection.cursor() as cursor:
-                cursor.execute("".join(parts), params)
-                row = cursor.fetchone()
-                return None if row is None else row[:3]
-        fields = WorkflowInstance._meta.concrete_fields
-        columns = ", ".join(f"rode.{field.column}" for field in fields)
-        parts.append(f"{select}, {columns}, rode.last_signal_id FROM held LEFT JOIN rode ON TRUE")
+        parts.append(select + " FROM held")
         with self.connection.cursor() as cursor:
             cursor.execute("".join(parts), params)
-            returned = cursor.fetchall()
-        if not returned:
-            return None
-        # The flags' row, joined to the instance the ride leased if any (its columns NULL if
-        # none).
-        rode = [
-            claims.instance_of(self.alias, row[selected : selected + len(fields)])
-            for row in returned
-            if row[selected] is not None
-        ]
-        return (*returned[0][:3], (rode, returned[0][-1] if rode else 0))
-
-    @staticmethod
-    def _ride(parts: list[str], id: str, write: InstanceWrite, ride: Ride) -> list[Any]:
-        """The claim that rides on a release (`picked AS (...), rode AS (UPDATE ...)`, appended
-        to `parts`), and its parameters: one due instance of the ride's workflows and queues,
-        never the writer's own, leased only if the writer still holds its lease."""
-        picks, params = claims.due_ctes(
-            columns="id",
-            now=write.now,
-            limit=1,
-            workflows=ride.workflows,
-            queues=ride.queues,
-            where=("id <> %s", [id]),
-        )
-        lease, more = claims.lease_sql(
-            "picked",
-            token=ride.token,
-            owner=ride.owner,
-            lease_until=write.now + ride.lease_duration,
-            now=write.now,
-            condition="EXISTS (SELECT 1 FROM held)",
-        )
-        parts.append(f"{picks}, rode AS ({lease})")
-        return params + more
+            row = cursor.fetchone()
+            return None if row is None else row[:3]
 
     def fast_claim(
         self,

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import connections
-
 from ...models import Signal, Status, WorkflowInstance
 
 LEASE_CLASS = 0x4457574C  # "DWWL": (LEASE_CLASS, hashtext(instance id)), see await_row_lock
@@ -27,23 +25,7 @@ def due_ranges(
     queues: list[str] | None,
     where: tuple[str, list[Any]] = ("", []),
 ) -> tuple[str, list[Any]]:
-    """`WITH ..., picked AS (...) `: due_ctes() as a statement's WITH clause."""
-    ctes, params = due_ctes(
-        columns=columns, now=now, limit=limit, workflows=workflows, queues=queues, where=where
-    )
-    return f"WITH {ctes} ", params
-
-
-def due_ctes(
-    *,
-    columns: str,
-    now: Any,
-    limit: int,
-    workflows: list[tuple[str, int]],
-    queues: list[str] | None,
-    where: tuple[str, list[Any]] = ("", []),
-) -> tuple[str, list[Any]]:
-    """`..., picked AS (...)`: the first `limit` due instances in claim order, locked FOR
+    """`WITH ..., picked AS (...)`: the first `limit` due instances in claim order, locked FOR
     UPDATE SKIP LOCKED, as `columns` (`id` among them) and their order's columns.
 
     Every queue: one range of the claim index (dw_instance_due, which holds no leased instance),
@@ -85,16 +67,16 @@ def due_ctes(
     merged = " UNION ALL ".join(branches)
     parts.append(f"picked AS (SELECT * FROM ({merged}) AS c {ORDER} LIMIT %s)")
     params.append(limit)
-    return ", ".join(parts), params
+    return f"WITH {', '.join(parts)} ", params
 
 
 def lease_sql(
-    picked: str, *, token: str, owner: str, lease_until: Any, now: Any, condition: str = ""
+    picked: str, *, token: str, owner: str, lease_until: Any, now: Any
 ) -> tuple[str, list[Any]]:
     """`UPDATE ...`: lease the instances of `picked` (a FROM item with an `id` column) and
     return their rows, each with the last signal id (of the statement's snapshot: a signal
     committed after it has a higher id, and the release's check for signals above the cursor
-    catches it). `condition`: SQL without parameters that must hold too."""
+    catches it)."""
     table = WorkflowInstance._meta.db_table
     signals = Signal._meta.db_table
     columns = ", ".join(f"i.{field.column}" for field in WorkflowInstance._meta.concrete_fields)
@@ -102,23 +84,10 @@ def lease_sql(
         f"UPDATE {table} AS i SET lease_token = %s, lease_owner = %s, lease_until = %s, "
         f"runs = i.runs + 1, updated_at = %s, "
         f"status = CASE WHEN i.status = %s THEN i.status ELSE %s END "
-        f"FROM {picked} WHERE i.id = picked.id {f'AND {condition} ' if condition else ''}"
+        f"FROM {picked} WHERE i.id = picked.id "
         f"RETURNING {columns}, (SELECT COALESCE(MAX(id), 0) FROM {signals}) AS last_signal_id"
     )
     return sql, [token, owner, lease_until, now, Status.COMPENSATING, Status.RUNNING]
-
-
-def instance_of(alias: str, values: Any) -> WorkflowInstance:
-    """The instance of a row of every concrete field's column, in the model's order, converted
-    as the ORM converts what it reads (the JSON columns decoded)."""
-    connection = connections[alias]
-    fields = WorkflowInstance._meta.concrete_fields
-    converted = []
-    for field, value in zip(fields, values, strict=True):
-        for converter in field.get_db_converters(connection):
-            value = converter(value, None, connection)
-        converted.append(value)
-    return WorkflowInstance.from_db(alias, [field.attname for field in fields], converted)
 
 
 def leased(alias: str, sql: str, params: list[Any]) -> tuple[list[WorkflowInstance], int]:

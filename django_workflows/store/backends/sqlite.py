@@ -17,7 +17,7 @@ from .base import Backend
 from .writes import UNSET, fast_writable, write_changes, write_rows
 
 if TYPE_CHECKING:
-    from ..instances import InstanceWrite, Ride
+    from ..instances import InstanceWrite
 
 
 class SQLiteBackend(Backend):
@@ -96,9 +96,7 @@ class SQLiteBackend(Backend):
             )
         ]
 
-    def fast_write(
-        self, id: str, token: str, write: InstanceWrite, ride: Ride | None = None
-    ) -> Any:
+    def fast_write(self, id: str, token: str, write: InstanceWrite) -> Any:
         """Three statements in one transaction, at this process's turn to write: read the
         flags by the lease token, upsert the journal entries (the guarded ones only while no
         cancel or terminate is requested), update; without the ORM's query building, which
