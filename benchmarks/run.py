@@ -575,6 +575,15 @@ def main(argv: list[str] | None = None) -> None:
 
     print(f"codec: {', '.join(repr(c) for c in configured_codecs()) or 'none (plain JSON)'}")
     print(f"step middleware: {', '.join(get_settings().step_middleware) or 'none'}")
+    options = settings.DATABASES["default"].get("OPTIONS", {})
+    if args.db == "postgres":
+        prepared = options.get("server_side_binding") and options.get("prepare_threshold")
+        print(
+            "statements: server-side binding, prepared after "
+            f"{options['prepare_threshold']} runs (DB_PREPARED=1)"
+            if prepared
+            else "statements: client-side binding, none prepared (Django's default)"
+        )
     print(
         f"machine: {os.cpu_count()} CPUs, Python {sys.version.split()[0]}, "
         f"Django {django.__version__}"

@@ -29,9 +29,15 @@ def pytest_report_header(config):
     codec = ", every payload encrypted (CODEC=1)" if os.environ.get("CODEC") else ""
     isolation = connection.settings_dict.get("OPTIONS", {}).get("isolation_level")
     isolation = f", {isolation.upper()}" if isolation else ""
+    options = connection.settings_dict.get("OPTIONS", {})
+    prepared = (
+        ", server-side binding, prepared statements (DB_PREPARED=1)"
+        if options.get("server_side_binding") and options.get("prepare_threshold") is not None
+        else ""
+    )
     return (
         f"database: DB={os.environ.get('DB', 'sqlite')} ({connection.vendor}) {version}, "
-        f"{where}{isolation}{codec}; Django {django.get_version()}, "
+        f"{where}{isolation}{prepared}{codec}; Django {django.get_version()}, "
         f"Python {platform.python_version()}"
     )
 
