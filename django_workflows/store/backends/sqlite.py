@@ -224,7 +224,10 @@ class SQLiteBackend(Backend):
         connection = self.connection
         table = WorkflowInstance._meta.db_table
         adapt = connection.ops.adapt_datetimefield_value
-        pairs = " OR ".join("(workflow = %s AND version = %s)" for _ in workflows)
+        # The unary + keeps SQLite's planner off dw_instance_workflow (workflow, version,
+        # status), which it prefers for the equalities: that index holds every instance the
+        # workflow ever had, finished ones included, and each claim then sorted all of them.
+        pairs = " OR ".join("(+workflow = %s AND +version = %s)" for _ in workflows)
         filters: list[Any] = []
         of_queues = ""
         if queues is not None:
