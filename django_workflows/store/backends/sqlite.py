@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import django
 from django.core.checks import CheckMessage, Warning
 from django.db import OperationalError, transaction
+from django.db.models import Model
 from django.db.models.constants import OnConflict
+from django.db.models.fields import AutoFieldMixin
 
 from ...models import FINISHED, JournalEntry, Signal, Status, StoreLock, WorkflowInstance
 from .base import Backend
@@ -22,6 +24,20 @@ _FLAGS = ("cancel_requested", "terminate_requested", "cancel_reason", "awaited")
 """What a lease holder's write reads back, in this order (fast_write)."""
 
 _FLAG_SET = frozenset(_FLAGS)
+
+_PLAIN_TYPES: dict[str, type] = {
+    "CharField": str,
+    "TextField": str,
+    "BooleanField": bool,
+    "IntegerField": int,
+    "BigIntegerField": int,
+    "SmallIntegerField": int,
+    "PositiveIntegerField": int,
+    "PositiveBigIntegerField": int,
+    "PositiveSmallIntegerField": int,
+}
+"""The fields whose value of this exact type SQLite takes as it is (get_db_prep_save would
+hand it back unchanged), by get_internal_type() (insert_ignore_many)."""
 
 _DOCUMENT: Any = JournalEntry._meta.get_field("document")
 
@@ -280,6 +296,53 @@ class SQLiteBackend(Backend):
             )
             claimed = self._rows.instances(connection, cursor.fetchall())
         return claimed, last
+
+    def insert_ignore(self, obj: Model) -> bool:
+        return self.insert_ignore_many([obj]) == 1
+
+    def insert_ignore_many(self, objs: Sequence[Model]) -> int:
+        """INSERT OR IGNORE the rows, of one model, in as few statements as SQLite's parameter
+        limit allows, by hand: each value prepared as the ORM's insert prepares it (the
+        field's get_db_prep_save), but for a NULL, and a str, int or bool in a column of that
+        kind, sent as they are. The ORM compiled each of them field by field, which was half
+        of a schedule tick's CPU. Returns how many it inserted."""
+        if not objs:
+            return 0
+        model = type(objs[0])
+        fields = [
+            f
+            for f in model._meta.local_concrete_fields
+            if not getattr(f, "generated", False)
+            and not (isinstance(f, AutoFieldMixin) and getattr(objs[0], f.attname) is None)
+        ]
+        connection = self.connection
+        columns = ", ".join(connection.ops.quote_name(str(f.column)) for f in fields)
+        row = f"({', '.join(['%s'] * len(fields))})"
+        plain = [_PLAIN_TYPES.get(f.get_internal_type()) for f in fields]
+        size = max(1, connection.ops.bulk_batch_size(fields, objs))  # the parameter limit
+        inserted = 0
+        with connection.cursor() as cursor:
+            for first in range(0, len(objs), size):
+                batch = objs[first : first + size]
+                params: list[Any] = []
+                for obj in batch:
+                    for field, kind in zip(fields, plain, strict=True):
+                        if getattr(field, "auto_now", False) or getattr(
+                            field, "auto_now_add", False
+                        ):
+                            value = field.pre_save(obj, True)
+                        else:
+                            value = getattr(obj, field.attname)
+                        if value is not None and type(value) is not kind:
+                            value = field.get_db_prep_save(value, connection)
+                        params.append(value)
+                cursor.execute(
+                    f"INSERT OR IGNORE INTO {connection.ops.quote_name(model._meta.db_table)} "
+                    f"({columns}) VALUES {', '.join([row] * len(batch))}",
+                    params,
+                )
+                inserted += max(cursor.rowcount, 0)
+        return inserted
 
     def _check_journal_mode(self) -> list[CheckMessage]:
         connection: Any = self.connection  # the SQLite DatabaseWrapper
