@@ -18,7 +18,9 @@ from ...models import WorkflowInstance
 Converter = Callable[[Any, Any, Any], Any]
 
 INSTANCE_COLUMNS = ", ".join(str(f.column) for f in WorkflowInstance._meta.concrete_fields)
-"""Every column of an instance, in the order instances_from_rows() reads them."""
+"""Every column of an instance, in the order InstanceRows.instances() reads them."""
+
+_ATTNAMES = [f.attname for f in WorkflowInstance._meta.concrete_fields]
 
 
 class InstanceRows:
@@ -54,5 +56,5 @@ class InstanceRows:
                 for function in functions:
                     value = function(value, column, connection)
                 values[index] = value
-            instances.append(WorkflowInstance.from_db(self.alias, None, values))
+            instances.append(WorkflowInstance.from_db(self.alias, _ATTNAMES, values))
         return instances

@@ -20,6 +20,9 @@ from .base import Backend
 from .rows import INSTANCE_COLUMNS, InstanceRows
 from .writes import UNSET, fast_writable, write_changes
 
+if TYPE_CHECKING:
+    from ..instances import InstanceWrite
+
 _FLAGS = ("cancel_requested", "terminate_requested", "cancel_reason", "awaited")
 """What a lease holder's write reads back, in this order (fast_write)."""
 
@@ -38,20 +41,30 @@ _PLAIN_TYPES: dict[str, type] = {
 }
 """The fields whose values of this type (a str enum, a bool for an int) SQLite stores as the
 ORM would after get_db_prep_save, which hands them back as they are or as int(), by
-get_internal_type() (insert_ignore_many)."""
+get_internal_type() (_prepare)."""
 
 _DOCUMENT: Any = JournalEntry._meta.get_field("document")
 
 
+def _plain_kind(field: Any) -> type | None:
+    """The type of a value `field` sends as it is (_PLAIN_TYPES), None if each goes through
+    get_db_prep_save()."""
+    return _PLAIN_TYPES.get(field.get_internal_type())
+
+
+def _prepare(field: Any, kind: type | None, value: Any, connection: Any) -> Any:
+    """`value` as the ORM sends it for `field` (of _plain_kind `kind`): a NULL, and a value of
+    the plain kind, as they are; anything else through the field's get_db_prep_save()."""
+    if value is None or (kind is not None and isinstance(value, kind)):
+        return value
+    return field.get_db_prep_save(value, connection)
+
+
 def _prepared(fields: list[Any], changes: dict[str, Any], connection: Any) -> list[Any]:
     return [
-        field.get_db_prep_save(value, connection)
-        for field, value in zip(fields, changes.values(), strict=True)
+        _prepare(field, kind, value, connection)
+        for (field, kind), value in zip(fields, changes.values(), strict=True)
     ]
-
-
-if TYPE_CHECKING:
-    from ..instances import InstanceWrite
 
 
 class SQLiteBackend(Backend):
@@ -221,7 +234,7 @@ class SQLiteBackend(Backend):
             )
             if returning:
                 sql += f" AND lease_token = %s RETURNING {', '.join(_FLAGS)}"
-            built = self._statements[key] = (sql, fields)
+            built = self._statements[key] = (sql, [(f, _plain_kind(f)) for f in fields])
         return built  # type: ignore[no-any-return]
 
     def fast_claim(
@@ -305,8 +318,8 @@ class SQLiteBackend(Backend):
         """INSERT OR IGNORE the rows, of one model, in as few statements as SQLite's parameter
         limit allows, by hand: each value prepared as the ORM's insert prepares it (the
         field's get_db_prep_save), but for a NULL, and a str, int or bool in a column of that
-        kind (str enums included), sent as they are. The ORM compiled each of them field by field, which was half
-        of a schedule tick's CPU. Returns how many it inserted."""
+        kind (str enums included), sent as they are (_prepare). The ORM compiled each of them
+        field by field, about half of a schedule tick's CPU. Returns how many it inserted."""
         if not objs:
             return 0
         model = type(objs[0])
@@ -319,7 +332,7 @@ class SQLiteBackend(Backend):
         connection = self.connection
         columns = ", ".join(connection.ops.quote_name(str(f.column)) for f in fields)
         row = f"({', '.join(['%s'] * len(fields))})"
-        plain = [_PLAIN_TYPES.get(f.get_internal_type()) for f in fields]
+        plain = [_plain_kind(f) for f in fields]
         size = max(1, connection.ops.bulk_batch_size(fields, objs))  # the parameter limit
         inserted = 0
         with connection.cursor() as cursor:
@@ -334,9 +347,7 @@ class SQLiteBackend(Backend):
                             value = field.pre_save(obj, True)
                         else:
                             value = getattr(obj, field.attname)
-                        if value is not None and not (kind and isinstance(value, kind)):
-                            value = field.get_db_prep_save(value, connection)
-                        params.append(value)
+                        params.append(_prepare(field, kind, value, connection))
                 cursor.execute(
                     f"INSERT OR IGNORE INTO {connection.ops.quote_name(model._meta.db_table)} "
                     f"({columns}) VALUES {', '.join([row] * len(batch))}",
