@@ -114,11 +114,12 @@ class SQLiteBackend(Backend):
         A transaction nested in one already open is that one's (a savepoint): it waits for
         nothing.
         """
-        if self.connection.in_atomic_block:
+        connection = self.connection
+        if connection.in_atomic_block:
             with transaction.atomic(using=self.alias, savepoint=savepoint):
                 yield
             return
-        timeout = float(self.connection.settings_dict.get("OPTIONS", {}).get("timeout", 5))
+        timeout = float(connection.settings_dict.get("OPTIONS", {}).get("timeout", 5))
         if not self._writer.acquire(timeout=timeout):
             raise OperationalError(
                 f"database is locked: no turn to write on {self.alias!r} within the busy "
@@ -168,7 +169,7 @@ class SQLiteBackend(Backend):
             and connection.features.can_return_columns_from_insert
         )
         with self.write_transaction(), connection.cursor() as cursor:
-            self.take_write_lock()  # Django 4.2's deferred transactions: the lock before a read
+            self._take_write_lock(connection)  # Django 4.2: the lock before a read
             if returning:
                 sql, fields = self._update_sql(tuple(changes), returning=True)
                 cursor.execute(sql, [*_prepared(fields, changes, connection), id, token])
@@ -281,7 +282,7 @@ class SQLiteBackend(Backend):
         )
         params = [adapt(now), *filters, limit, adapt(now), adapt(now), *filters, limit, limit]
         with self.write_transaction(), connection.cursor() as cursor:
-            self.take_write_lock()  # Django 4.2's deferred transactions: the lock before a read
+            self._take_write_lock(connection)  # Django 4.2: the lock before a read
             cursor.execute(select, params)
             ids = [row[0] for row in cursor.fetchall()]
             if not ids:
@@ -391,7 +392,9 @@ class SQLiteBackend(Backend):
         OPTIONS["transaction_mode"] = "IMMEDIATE", and then this is a no-op; on Django 4.2 it
         is how the worker's threads share the file.
         """
-        connection = self.connection
+        self._take_write_lock(self.connection)
+
+    def _take_write_lock(self, connection: Any) -> None:
         if not connection.in_atomic_block:
             return
         if connection.settings_dict.get("OPTIONS", {}).get("transaction_mode") == "IMMEDIATE":
