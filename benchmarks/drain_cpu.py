@@ -6,6 +6,12 @@ Drops and re-creates the benchmark database, then ROUNDS times starts N instance
 (outside any span) and drains them with `drain()` (one claim at a time), printing the CPU
 (`time.process_time()`) per workflow of each drain. BENCH_OTEL=1 puts the OpenTelemetry
 middleware on, as `run.py --otel` does. Less moved by a busy machine than a rate.
+
+BENCH_STEPS=K: workflows of K steps instead of 3. BENCH_POOL=C: each drain is a
+`Worker(concurrency=C).run_until_idle()` (the thread pool and batched claims of
+`runworkflows --once`) instead of `drain()`; its threads' CPU is this process's too.
+BENCH_CODE=<checkout>: measure that checkout's django_workflows (e.g. another branch's) with
+this script.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(os.environ.get("BENCH_CODE") or Path(__file__).resolve().parent.parent).resolve()
 
 
 def main() -> None:
@@ -34,17 +40,28 @@ def main() -> None:
     import django_workflows as wf
 
     call_command("migrate", verbosity=0)
+    from django_workflows.worker import Worker
+
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 500
     rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 3
+    steps = int(os.environ.get("BENCH_STEPS") or 3)
+    pool = int(os.environ.get("BENCH_POOL") or 0)
     figures = []
     for round in range(rounds):
         for i in range(n):
-            wf.start("bench", {"steps": 3}, id=f"cpu-{round}-{i}")
+            wf.start("bench", {"steps": steps}, id=f"cpu-{round}-{i}")
         started = time.process_time()
-        wf.drain()
+        if pool:
+            Worker(concurrency=pool).run_until_idle()
+        else:
+            wf.drain()
         figures.append((time.process_time() - started) / n * 1000)
     drain = "traced" if os.environ.get("BENCH_OTEL") else "sync"
-    print(f"{drain}: CPU per workflow, ms: {' '.join(f'{f:.2f}' for f in figures)}")
+    how = f"pool of {pool}" if pool else "drain()"
+    print(
+        f"{drain}, {steps}-step, {how}, {wf.__file__}: CPU per workflow, ms: "
+        f"{' '.join(f'{f:.2f}' for f in figures)}"
+    )
 
 
 if __name__ == "__main__":

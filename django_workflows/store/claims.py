@@ -67,14 +67,6 @@ def claim(
     names = {name for name, _ in workflows}
     concurrency = {k: v for k, v in (concurrency or {}).items() if k in names}
     rates = {k: v for k, v in (rates or {}).items() if k in names}
-    of_workflows = functools.reduce(
-        operator.or_, (Q(workflow=name, version=version) for name, version in workflows)
-    )
-    due = Q(wake_at__lte=now) & (
-        Q(lease_until__isnull=True) | (Q(lease_until__lt=now) & backend(using).lapsed_lease_free())
-    )
-    if queues is not None:
-        due &= Q(queue__in=queues)
     # Without limits, hand-written SQL on the servers (one statement on PostgreSQL, one
     # transaction on MySQL and MariaDB): the leased instances' journals can be read after it
     # commits, since nobody else writes them while leased.
@@ -94,6 +86,14 @@ def claim(
     if fast is not NotImplemented:
         return _decoded(Claim(fast[0], fast[1], _journals(using, fast[0], first_journals)))
     backend(using).read_committed_next()  # no gap locks where the leased rows' entries go
+    of_workflows = functools.reduce(
+        operator.or_, (Q(workflow=name, version=version) for name, version in workflows)
+    )
+    due = Q(wake_at__lte=now) & (
+        Q(lease_until__isnull=True) | (Q(lease_until__lt=now) & backend(using).lapsed_lease_free())
+    )
+    if queues is not None:
+        due &= Q(queue__in=queues)
     with backend(using).write_transaction():
         backend(using).take_write_lock()
         if concurrency or rates:

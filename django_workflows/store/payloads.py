@@ -60,6 +60,21 @@ def encode_value(field: str, value: Any, at: str) -> Any:
     return codecs.encode(value, at)
 
 
+def _plain(field: str, stored: Any) -> bool:
+    """Whether decode_value() hands `stored` back as it is, whatever the codecs: no string
+    that starts with `$wf`, no encoded error's envelope. Then where it is stored, which only
+    a codec or an error message reads, need not be spelled out (codecs.where() is JSON)."""
+    if isinstance(stored, str):
+        return not stored.startswith(codecs.RESERVED)
+    return not (field == "error" and _envelope_shaped(stored))
+
+
+def _sealing() -> bool:
+    """Whether payloads are encoded (a codec configured): only then does encode_value() read
+    where a payload is stored."""
+    return bool(codecs.configured_codecs())
+
+
 def decode_value(field: str, stored: Any, at: str) -> Any:
     """The value stored in `field` at `at`; WorkflowPayloadError when it cannot be read."""
     if field == "error" and _envelope_shaped(stored):
@@ -88,9 +103,11 @@ def _sealed_error(name: Any, sealed: Any, at: str) -> dict[str, Any]:
 
 def encode_instance(instance: WorkflowInstance) -> WorkflowInstance:
     """Encode a new instance's payload fields in place (before its INSERT)."""
+    sealing = _sealing()
     for field in INSTANCE_FIELDS:
         value = getattr(instance, field)
-        setattr(instance, field, encode_value(field, value, instance_at(instance.pk, field)))
+        at = instance_at(instance.pk, field) if sealing else ""
+        setattr(instance, field, encode_value(field, value, at))
     return instance
 
 
@@ -102,10 +119,12 @@ def decode_instance(instance: WorkflowInstance, *, strict: bool = True) -> Workf
     instance.unreadable = None  # type: ignore[attr-defined]
     decoded: dict[str, Any] = {}
     for field in INSTANCE_FIELDS:
+        stored = getattr(instance, field)
+        if _plain(field, stored):
+            decoded[field] = stored
+            continue
         try:
-            decoded[field] = decode_value(
-                field, getattr(instance, field), instance_at(instance.pk, field)
-            )
+            decoded[field] = decode_value(field, stored, instance_at(instance.pk, field))
         except WorkflowPayloadError as error:
             if strict:
                 raise
@@ -120,8 +139,11 @@ def decode_instance(instance: WorkflowInstance, *, strict: bool = True) -> Workf
 
 
 def encode_changes(id: str, changes: dict[str, Any]) -> dict[str, Any]:
+    sealing = _sealing()
     return {
-        name: encode_value(name, value, instance_at(id, name)) if name in INSTANCE_FIELDS else value
+        name: encode_value(name, value, instance_at(id, name) if sealing else "")
+        if name in INSTANCE_FIELDS
+        else value
         for name, value in changes.items()
     }
 
@@ -129,6 +151,8 @@ def encode_changes(id: str, changes: dict[str, Any]) -> dict[str, Any]:
 def decode_reason(id: str, stored: str | None) -> str | None:
     """A cancel reason; one that cannot be read becomes a message saying so (a cancel must
     still go through)."""
+    if _plain("cancel_reason", stored):
+        return stored
     try:
         return decode_value("cancel_reason", stored, instance_at(id, "cancel_reason"))  # type: ignore[no-any-return]
     except WorkflowPayloadError as error:
@@ -142,10 +166,12 @@ def encode_document(instance_id: str, name: str, document: dict[str, Any]) -> di
     """A journal document as stored: its payload fields encoded (the document itself when
     nothing changes, as without a codec but for strings that start with `$wf`)."""
     encoded = None
+    sealing = _sealing()
     for field in DOCUMENT_FIELDS:
         value = document.get(field)
         if value is not None:
-            stored = encode_value(field, value, document_at(instance_id, name, field))
+            at = document_at(instance_id, name, field) if sealing else ""
+            stored = encode_value(field, value, at)
             if stored is not value:
                 encoded = encoded or dict(document)
                 encoded[field] = stored
@@ -158,7 +184,7 @@ def decode_document(instance_id: str, name: str, document: dict[str, Any]) -> di
     decoded = None
     for field in DOCUMENT_FIELDS:
         stored = document.get(field)
-        if stored is not None:
+        if stored is not None and not _plain(field, stored):
             value = decode_value(field, stored, document_at(instance_id, name, field))
             if value is not stored:
                 decoded = decoded or dict(document)
