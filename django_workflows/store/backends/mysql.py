@@ -4,21 +4,21 @@ SKIP LOCKED's first version) are read from the server once."""
 
 from __future__ import annotations
 
-import contextlib
 import functools
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from django.apps import apps
 from django.core.checks import CheckMessage, Error
-from django.db import DatabaseError, router
+from django.db import router
 from django.db.models import Model
 from django.db.models.constants import OnConflict
 
 from ...models import Signal, Status, StoreLock, Wait, WorkflowInstance
-from . import mysql_collations, mysql_deletes, mysql_writes
+from . import mysql_batches, mysql_collations, mysql_deletes
 from .base import Backend, insert
+from .mysql_batches import Statement
 from .writes import fast_writable, write_changes
 
 if TYPE_CHECKING:
@@ -190,7 +190,10 @@ class MySQLBackend(Backend):
         workflows: list[tuple[str, int]],
         where: tuple[str, list[Any]] = ("", []),
         queues: list[str] | None = None,
+        begin: list[Statement] | None = None,
     ) -> list[str]:
+        """The candidates' ids: one round trip for the priorities (after the statements
+        `begin`, in the same batch), then one per priority for all of its ranges' scans."""
         table = WorkflowInstance._meta.db_table
         pairs = " OR ".join("(workflow = %s AND version = %s)" for _ in workflows)
         adapt = self.connection.ops.adapt_datetimefield_value
@@ -198,17 +201,20 @@ class MySQLBackend(Backend):
         ranges: dict[int, list[str | None]] = {}
         # The (queue, priority) pairs that have rows, by a loose index scan (DISTINCT priority
         # alone under a WHERE on the queue reads every row of the queue, finished ones too).
+        begin = begin or []
         if queues is None:
-            cursor.execute(f"SELECT DISTINCT priority FROM {table} ORDER BY priority")
-            ranges = {row[0]: [None] for row in cursor.fetchall()}
+            distinct: Statement = (f"SELECT DISTINCT priority FROM {table} ORDER BY priority", [])
+            found_ranges = mysql_batches.results(cursor, [*begin, distinct])[-1]
+            ranges = {row[0]: [None] for row in found_ranges}
         else:
             marks = ", ".join(["%s"] * len(queues))
-            cursor.execute(
+            distinct = (
                 f"SELECT DISTINCT queue, priority FROM {table} FORCE INDEX "
                 f"(dw_instance_queue_due) WHERE queue IN ({marks})",
-                queues,
+                list(queues),
             )
-            for queue, priority in sorted(cursor.fetchall(), key=lambda row: (row[1], row[0])):
+            found_ranges = mysql_batches.results(cursor, [*begin, distinct])[-1]
+            for queue, priority in sorted(found_ranges, key=lambda row: (row[1], row[0])):
                 ranges.setdefault(priority, []).append(queue)
         index, queue_sql = (
             ("dw_instance_due", "")
@@ -224,7 +230,7 @@ class MySQLBackend(Backend):
             ("lease_until >= %s AND lease_until < %s", [adapt(_EARLIEST), adapt(now)]),
         ]
         for priority, of_queues in sorted(ranges.items()):
-            found: list[tuple[Any, ...]] = []
+            scans: list[Statement] = []
             for queue in of_queues:
                 for lease, lease_params in leases:
                     params: list[Any] = [priority, *lease_params, adapt(_EARLIEST), adapt(now)]
@@ -233,16 +239,18 @@ class MySQLBackend(Backend):
                     for name, version in workflows:
                         params += [name, version]
                     params += [*where[1], limit - len(ids)]
-                    cursor.execute(
-                        f"SELECT wake_at, created_at, id FROM {table} FORCE INDEX ({index}) "
-                        f"WHERE priority = %s AND {lease} AND wake_at >= %s AND wake_at <= %s "
-                        f"{queue_sql}AND ({pairs}) "
-                        f"{'AND ' + where[0] if where[0] else ''} "
-                        f"ORDER BY priority, wake_at, created_at, id LIMIT %s "
-                        f"FOR UPDATE SKIP LOCKED",
-                        params,
+                    scans.append(
+                        (
+                            f"SELECT wake_at, created_at, id FROM {table} FORCE INDEX ({index}) "
+                            f"WHERE priority = %s AND {lease} AND wake_at >= %s "
+                            f"AND wake_at <= %s {queue_sql}AND ({pairs}) "
+                            f"{'AND ' + where[0] if where[0] else ''} "
+                            f"ORDER BY priority, wake_at, created_at, id LIMIT %s "
+                            f"FOR UPDATE SKIP LOCKED",
+                            params,
+                        )
                     )
-                    found += cursor.fetchall()
+            found = [row for rows in mysql_batches.results(cursor, scans) for row in rows]
             # One queue's range is in claim order already; several are merged (the rows left
             # over stay locked until the claim's transaction ends, and are not leased).
             found.sort()
@@ -290,13 +298,13 @@ class MySQLBackend(Backend):
     def fast_write(self, id: str, token: str, write: InstanceWrite) -> Any:
         """One round trip: the row lock's read by the lease token, the journal's upsert and
         the instance's update sent as one batch, with their transaction's START and COMMIT
-        (mysql_writes)."""
+        (mysql_batches)."""
         if not fast_writable(write):
             return NotImplemented
         connection = self.connection
         changes, wake_at = write_changes(write)
-        statements = mysql_writes.write_statements(connection, id, token, write, changes, wake_at)
-        rows = mysql_writes.run_batch(connection, statements)
+        statements = mysql_batches.write_statements(connection, id, token, write, changes, wake_at)
+        rows = mysql_batches.run_batch(connection, statements)
         return rows[0] if rows else None
 
     def fast_claim(
@@ -310,25 +318,49 @@ class MySQLBackend(Backend):
         workflows: list[tuple[str, int]],
         queues: list[str] | None = None,
     ) -> Any:
-        """One transaction: lock the candidates (SKIP LOCKED), lease them, read them back and
-        the last signal id. The ORM's version of the same statements cost about a quarter of a
-        worker's time here."""
+        """One transaction in three round trips: START TRANSACTION with the priorities' read,
+        the candidates locked (SKIP LOCKED) priority by priority, then the lease, the last
+        signal id, the leased rows and COMMIT in one batch. The ORM's version of the same
+        statements cost about a quarter of a worker's time here, and each round trip more of
+        the worker's and the server's CPU."""
         connection = self.connection
-        table = WorkflowInstance._meta.db_table
-        adapt = connection.ops.adapt_datetimefield_value
         # Under REPEATABLE READ the scans' gap locks cover where the leased rows' new index
         # entries go (lease_until is in the claim index): concurrent claims would deadlock.
         self.read_committed_next()
-        with _transaction(connection) as cursor:
-            ids = self._candidates(cursor, now, limit, workflows, queues=queues)
-            if not ids:
-                return [], 0
-            marks = ", ".join(["%s"] * len(ids))
-            # The due conditions again, as the other databases' claims have them.
-            cursor.execute(
+        own = connection.get_autocommit() and not connection.in_atomic_block
+        commit: list[Statement] = [("COMMIT", [])] if own else []
+        with connection.cursor() as cursor:
+            try:
+                begin: list[Statement] = [("START TRANSACTION", [])] if own else []
+                ids = self._candidates(cursor, now, limit, workflows, queues=queues, begin=begin)
+                if not ids:
+                    if own:
+                        mysql_batches.results(cursor, commit)
+                    return [], 0
+                lease = self._lease_statements(ids, token, owner, now, lease_until)
+                found = mysql_batches.results(cursor, lease + commit)
+            except BaseException:
+                if own:
+                    mysql_batches.rollback(cursor)
+                raise
+        last = int(found[1][0][0])
+        return mysql_batches.instances(connection, self.alias, found[2]), last
+
+    def _lease_statements(
+        self, ids: list[str], token: str, owner: str, now: Any, lease_until: Any
+    ) -> list[Statement]:
+        """Lease the candidates `ids` (if still due, as the other databases' claims check),
+        then read the last signal id and the leased rows, in claim order."""
+        table = WorkflowInstance._meta.db_table
+        adapt = self.connection.ops.adapt_datetimefield_value
+        marks = ", ".join(["%s"] * len(ids))
+        columns = ", ".join(str(f.column) for f in WorkflowInstance._meta.concrete_fields)
+        return [
+            (
                 f"UPDATE {table} SET lease_token = %s, lease_owner = %s, lease_until = %s, "
                 f"runs = runs + 1, updated_at = %s, "
-                f"status = CASE WHEN status = %s THEN status ELSE %s END WHERE id IN ({marks}) "
+                f"status = CASE WHEN status = %s THEN status ELSE %s END "
+                f"WHERE id IN ({marks}) "
                 f"AND wake_at <= %s AND (lease_until IS NULL OR lease_until < %s)",
                 [
                     token,
@@ -341,18 +373,14 @@ class MySQLBackend(Backend):
                     adapt(now),
                     adapt(now),
                 ],
-            )
-            cursor.execute(f"SELECT COALESCE(MAX(id), 0) FROM {Signal._meta.db_table}")
-            last = int(cursor.fetchone()[0])
-            columns = ", ".join(str(f.column) for f in WorkflowInstance._meta.concrete_fields)
-            claimed = list(
-                WorkflowInstance.objects.using(self.alias).raw(
-                    f"SELECT {columns} FROM {table} WHERE lease_token = %s AND id IN ({marks}) "
-                    f"ORDER BY priority, wake_at, created_at, id",
-                    [token, *ids],
-                )
-            )
-        return claimed, last
+            ),
+            (f"SELECT COALESCE(MAX(id), 0) FROM {Signal._meta.db_table}", []),
+            (
+                f"SELECT {columns} FROM {table} WHERE lease_token = %s AND id IN ({marks}) "
+                f"ORDER BY priority, wake_at, created_at, id",
+                [token, *ids],
+            ),
+        ]
 
 
 def _lock_row(cursor: Any, name: str, *, shared: bool) -> None:
@@ -374,28 +402,3 @@ def _lock_row(cursor: Any, name: str, *, shared: bool) -> None:
     if cursor.fetchone() is None:
         cursor.execute(upsert, [name])
         cursor.execute(share, [name])
-
-
-@contextlib.contextmanager
-def _transaction(connection: Any) -> Iterator[Any]:
-    """A transaction for the store's own hand-written statements.
-
-    Inside the caller's atomic() it simply joins it. Otherwise START TRANSACTION ... COMMIT on
-    a connection left in autocommit mode: the same transaction as atomic() gives, without the
-    two round trips with which Django switches autocommit off and on again around it.
-    """
-    if connection.in_atomic_block or not connection.get_autocommit():
-        with connection.cursor() as cursor:
-            yield cursor
-        return
-    with connection.cursor() as cursor:
-        cursor.execute("START TRANSACTION")
-        try:
-            yield cursor
-        except BaseException:
-            try:
-                cursor.execute("ROLLBACK")
-            except DatabaseError:
-                pass  # a lost connection rolled back by itself; the first error says why
-            raise
-        cursor.execute("COMMIT")

@@ -1,15 +1,18 @@
-"""The lease holder's write on MySQL and MariaDB in one round trip: its statements sent together
-as one multi-statement batch (mysqlclient opens every connection with CLIENT_MULTI_STATEMENTS),
-each condition on the lease and the flags in the SQL itself.
+"""Statements sent together on MySQL and MariaDB, one round trip for several: mysqlclient opens
+every connection with CLIENT_MULTI_STATEMENTS, and each statement's result is read in turn
+(results()). A round trip costs the worker a cursor call in Django and mysqlclient and the
+server a command; the statements themselves cost the same.
 
-The batch, in one transaction: the instance's row locked FOR UPDATE by its id and lease token
-(its flags are the batch's one result set), the journal entries upserted from that row (the
-guarded ones only while no cancel or terminate is requested), the instance updated by its id
-and lease token. Without the lease, the row read finds nothing and every statement writes
-nothing. The server stops at a statement's error (a killed query, a deadlock): the caller's
-ROLLBACK then takes back what the batch wrote. Five round trips before (START TRANSACTION, the
-row lock's read, the upsert, the update, COMMIT), each a cursor call in Django and mysqlclient
-and a command for the server.
+The lease holder's write is one batch (write_statements(), run_batch()), in one transaction:
+the instance's row locked FOR UPDATE by its id and lease token (its flags are the batch's one
+result set), the journal entries upserted from that row (the guarded ones only while no cancel
+or terminate is requested), the instance updated by its id and lease token; without the lease,
+the row read finds nothing and every statement writes nothing. Five round trips before (START
+TRANSACTION, the row lock's read, the upsert, the update, COMMIT). The claim sends its
+statements in three (MySQLBackend.fast_claim), eight before.
+
+The server runs no statement of a batch after one that failed (a killed query, a deadlock):
+ROLLBACK then takes back what the batch's transaction wrote.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from django.db import DatabaseError
+from django.db.models.sql import Query
 
 from ...models import JournalEntry, WorkflowInstance
 from .writes import UNSET
@@ -103,32 +107,54 @@ def write_statements(
     return statements
 
 
+def results(cursor: Any, statements: list[Statement]) -> list[list[tuple[Any, ...]]]:
+    """Send `statements` in one round trip and read every result: each statement's rows (none
+    for a statement that returns none). A statement's error is raised here; the server runs
+    none after it."""
+    cursor.execute(
+        ";\n".join(statement for statement, _ in statements),
+        [param for _, statement_params in statements for param in statement_params],
+    )
+    rows = [list(cursor.fetchall())]
+    while cursor.nextset():
+        rows.append(list(cursor.fetchall()))
+    return rows
+
+
 def run_batch(connection: Any, statements: list[Statement]) -> list[tuple[Any, ...]]:
     """Send `statements` in one round trip, in one transaction (the caller's, or one of their
     own: START TRANSACTION ... COMMIT in the batch, on a connection in autocommit mode), and
     return the rows of the first.
 
-    Every result is read, so a statement's error is raised here; the server runs none after
-    it, and ROLLBACK then undoes the batch's own transaction (a lost connection rolled back by
+    On an error, ROLLBACK undoes the batch's own transaction (a lost connection rolled back by
     itself)."""
     own = connection.get_autocommit() and not connection.in_atomic_block
-    sql = ";\n".join(statement for statement, _ in statements)
-    params = [param for _, statement_params in statements for param in statement_params]
     if own:
-        sql = f"START TRANSACTION;\n{sql};\nCOMMIT"
+        statements = [("START TRANSACTION", []), *statements, ("COMMIT", [])]
     with connection.cursor() as cursor:
         try:
-            cursor.execute(sql, params)
-            if own:
-                cursor.nextset()  # past START TRANSACTION's
-            rows = list(cursor.fetchall())
-            while cursor.nextset():
-                pass
+            return results(cursor, statements)[1 if own else 0]
         except BaseException:
             if own:
-                try:
-                    cursor.execute("ROLLBACK")
-                except DatabaseError:
-                    pass  # a lost connection rolled back by itself; the first error says why
+                rollback(cursor)
             raise
-    return rows
+
+
+def rollback(cursor: Any) -> None:
+    """ROLLBACK after an error in a transaction the store began itself."""
+    try:
+        cursor.execute("ROLLBACK")
+    except DatabaseError:
+        pass  # a lost connection rolled back by itself; the first error says why
+
+
+def instances(connection: Any, alias: str, rows: list[tuple[Any, ...]]) -> list[WorkflowInstance]:
+    """The instances of `rows` read from a batch (every concrete column, in the model's order),
+    with the values converted as a queryset's rows are."""
+    fields = WorkflowInstance._meta.concrete_fields
+    compiler = connection.ops.compiler("SQLCompiler")(Query(WorkflowInstance), connection, alias)
+    table = WorkflowInstance._meta.db_table
+    converters = compiler.get_converters([field.get_col(table) for field in fields])
+    values = compiler.apply_converters(rows, converters) if converters else rows
+    names = [field.attname for field in fields]
+    return [WorkflowInstance.from_db(alias, names, list(row)) for row in values]
