@@ -4,8 +4,12 @@
 
 Drops and re-creates the benchmark database, then ROUNDS times starts N instances of `bench`
 (outside any span) and drains them with `drain()` (one claim at a time), printing the CPU
-(`time.process_time()`) per workflow of each drain. BENCH_OTEL=1 puts the OpenTelemetry
-middleware on, as `run.py --otel` does. Less moved by a busy machine than a rate.
+(`time.process_time()`) per workflow of each drain, and on PostgreSQL and MariaDB the database
+server's CPU per workflow over the same drain (server-wide, benchmarks/cpu.py). A last drain of
+N more, outside the figures, counts the round trips per workflow: the statements this process
+sends to the database, each `execute()` one round trip (a MariaDB batch of several statements
+is one). BENCH_OTEL=1 puts the OpenTelemetry middleware on, as `run.py --otel` does. Less moved
+by a busy machine than a rate.
 """
 
 from __future__ import annotations
@@ -36,15 +40,34 @@ def main() -> None:
     call_command("migrate", verbosity=0)
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 500
     rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 3
-    figures = []
+    from django.db import connection
+
+    from benchmarks.cpu import server_seconds
+
+    vendor = os.environ.get("DB", "sqlite")
+    figures, server = [], []
     for round in range(rounds):
         for i in range(n):
             wf.start("bench", {"steps": 3}, id=f"cpu-{round}-{i}")
-        started = time.process_time()
+        started, server_started = time.process_time(), server_seconds(vendor)
         wf.drain()
         figures.append((time.process_time() - started) / n * 1000)
+        server.append((server_seconds(vendor) - server_started) / n * 1000)
     drain = "traced" if os.environ.get("BENCH_OTEL") else "sync"
     print(f"{drain}: CPU per workflow, ms: {' '.join(f'{f:.2f}' for f in figures)}")
+    if vendor != "sqlite":
+        print(f"database server CPU per workflow, ms: {' '.join(f'{f:.2f}' for f in server)}")
+    sent = [0]
+
+    def count(execute, sql, params, many, context):  # type: ignore[no-untyped-def]
+        sent[0] += 1
+        return execute(sql, params, many, context)
+
+    for i in range(n):
+        wf.start("bench", {"steps": 3}, id=f"count-{i}")
+    with connection.execute_wrapper(count):
+        wf.drain()
+    print(f"round trips per workflow (drain): {sent[0] / n:.2f}")
 
 
 if __name__ == "__main__":
