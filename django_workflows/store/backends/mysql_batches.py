@@ -55,7 +55,7 @@ def write_statements(
     journal = JournalEntry._meta
     document = journal.get_field("document")
     selects: list[str] = []
-    params: list[Any] = []
+    params: list[list[Any]] = []
 
     def prepared(entry: dict[str, Any]) -> Any:
         return document.get_db_prep_save(entry, connection)
@@ -69,24 +69,25 @@ def write_statements(
                 f"SELECT id, %s, CASE WHEN cancel_requested OR terminate_requested THEN %s "
                 f"ELSE %s END FROM {table} WHERE {held}"
             )
-            params += [name, prepared(entry), prepared(write.guarded_entries[name]), id, token]
+            params.append([name, prepared(entry), prepared(write.guarded_entries[name]), id, token])
         else:
             selects.append(f"SELECT id, %s, %s FROM {table} WHERE {held}")
-            params += [name, prepared(entry), id, token]
+            params.append([name, prepared(entry), id, token])
     for name, entry in write.guarded_entries.items():
         if name not in write.entries:
             selects.append(
                 f"SELECT id, %s, %s FROM {table} WHERE {held} "
                 f"AND NOT (cancel_requested OR terminate_requested)"
             )
-            params += [name, prepared(entry), id, token]
-    if selects:
+            params.append([name, prepared(entry), id, token])
+    # An INSERT ... SELECT each: one of several SELECTs joined by UNION ALL would go through
+    # a temporary table in the server.
+    upsert = f" ON DUPLICATE KEY UPDATE {document.column} = VALUES({document.column})"  # type: ignore[union-attr]
+    for select, select_params in zip(selects, params, strict=True):
         statements.append(
             (
-                f"INSERT INTO {journal.db_table} (instance_id, name, document) "
-                + " UNION ALL ".join(selects)
-                + f" ON DUPLICATE KEY UPDATE {document.column} = VALUES({document.column})",  # type: ignore[union-attr]
-                params,
+                f"INSERT INTO {journal.db_table} (instance_id, name, document) {select}{upsert}",
+                select_params,
             )
         )
     sets: list[str] = []
