@@ -5,10 +5,11 @@
 Drops and re-creates the benchmark database, then ROUNDS times starts N instances of `bench`
 (outside any span) and drains them with `drain()` (one claim at a time), printing the CPU
 (`time.process_time()`) per workflow of each drain, and on PostgreSQL and MariaDB the database
-server's CPU per workflow over the same drain (server-wide, benchmarks/cpu.py). A last drain of
-N more, outside the figures, counts the round trips per workflow: the statements this process
-sends to the database, each `execute()` one round trip (a MariaDB batch of several statements
-is one). BENCH_OTEL=1 puts the OpenTelemetry middleware on, as `run.py --otel` does. Less moved
+server's CPU per workflow over the same drain (server-wide, benchmarks/cpu.py; on MariaDB also
+that of this connection's server thread alone, as benchmarks/lease_writes.py reads it). A last
+drain of N more, outside the figures, counts the round trips per workflow: the statements this
+process sends, each `execute()` one round trip (a MariaDB batch of several statements is one).
+BENCH_OTEL=1 puts the OpenTelemetry middleware on, as `run.py --otel` does. Less moved
 by a busy machine than a rate.
 """
 
@@ -43,20 +44,34 @@ def main() -> None:
     from django.db import connection
 
     from benchmarks.cpu import server_seconds
+    from benchmarks.lease_writes import server_thread_seconds
 
     vendor = os.environ.get("DB", "sqlite")
-    figures, server = [], []
+    tid = 0
+    if connection.vendor == "mysql":
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT tid FROM information_schema.processlist WHERE id = CONNECTION_ID()"
+            )
+            tid = int(cursor.fetchone()[0])
+    figures, server, served = [], [], []
     for round in range(rounds):
         for i in range(n):
             wf.start("bench", {"steps": 3}, id=f"cpu-{round}-{i}")
         started, server_started = time.process_time(), server_seconds(vendor)
+        thread_started = server_thread_seconds(tid) if tid else 0.0
         wf.drain()
         figures.append((time.process_time() - started) / n * 1000)
         server.append((server_seconds(vendor) - server_started) / n * 1000)
+        if tid:
+            served.append((server_thread_seconds(tid) - thread_started) / n * 1000)
     drain = "traced" if os.environ.get("BENCH_OTEL") else "sync"
     print(f"{drain}: CPU per workflow, ms: {' '.join(f'{f:.2f}' for f in figures)}")
     if vendor != "sqlite":
         print(f"database server CPU per workflow, ms: {' '.join(f'{f:.2f}' for f in server)}")
+    if served:
+        # MariaDB: the server thread of this process's connection alone (no other client's)
+        print(f"its connection's server thread, ms: {' '.join(f'{f:.2f}' for f in served)}")
     sent = [0]
 
     def count(execute, sql, params, many, context):  # type: ignore[no-untyped-def]
