@@ -174,3 +174,31 @@ def test_a_write_inside_a_transaction_is_rolled_back_with_it():
         assert store.write("default", "w-1", "t-1", write) is not None
         1 / 0  # noqa: B018
     assert journal() == {}
+
+
+@pytest.fixture
+def one_statement_a_round_trip():
+    """MariaDB/MySQL: the connection opened without multi-statements (mysqlclient's
+    `multi_statements` option off, as PyMySQL opens one)."""
+    if connection.vendor != "mysql":
+        pytest.skip("MySQL and MariaDB: the only databases that batch the write's statements")
+    options = connection.settings_dict["OPTIONS"]
+    connection.close()
+    options["multi_statements"] = False
+    yield
+    connection.close()
+    del options["multi_statements"]
+
+
+def test_a_connection_without_multi_statements_writes_the_same(one_statement_a_round_trip):
+    leased()
+    request_cancel()
+    write = store.InstanceWrite(
+        now=clock.now(), entries={"charge": STEP_DONE}, guarded_entries={"ship": STEP_STARTED}
+    )
+    assert store.write("default", "w-1", "t-1", write) == store.LeaseFlags(True, False, "no")
+    assert store.write("default", "w-1", "another-token", write) is None
+    assert journal() == {"charge": STEP_DONE}
+    with pytest.raises(DatabaseError):
+        store.write("default", "w-1", "t-1", failing_write())
+    assert journal() == {"charge": STEP_DONE}

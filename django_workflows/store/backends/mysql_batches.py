@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 
 Statement = tuple[str, list[Any]]
 
+MULTI_STATEMENTS = 1 << 16  # CLIENT_MULTI_STATEMENTS, in the client's connect flags
+
 
 def write_statements(
     connection: Any,
@@ -111,7 +113,16 @@ def write_statements(
 def results(cursor: Any, statements: list[Statement]) -> list[list[tuple[Any, ...]]]:
     """Send `statements` in one round trip and read every result: each statement's rows (none
     for a statement that returns none). A statement's error is raised here; the server runs
-    none after it."""
+    none after it.
+
+    On a connection opened without CLIENT_MULTI_STATEMENTS (mysqlclient's `multi_statements`
+    option turned off, or PyMySQL's default), one round trip each, the same statements."""
+    if len(statements) == 1 or not _client_flag(cursor) & MULTI_STATEMENTS:
+        rows: list[list[tuple[Any, ...]]] = []
+        for statement, params in statements:
+            cursor.execute(statement, params)
+            rows.append(list(cursor.fetchall()))
+        return rows
     cursor.execute(
         ";\n".join(statement for statement, _ in statements),
         [param for _, statement_params in statements for param in statement_params],
@@ -120,6 +131,11 @@ def results(cursor: Any, statements: list[Statement]) -> list[list[tuple[Any, ..
     while cursor.nextset():
         rows.append(list(cursor.fetchall()))
     return rows
+
+
+def _client_flag(cursor: Any) -> int:
+    """The flags the driver's connection was opened with (0 when it does not say)."""
+    return int(getattr(cursor.db.connection, "client_flag", 0) or 0)
 
 
 def run_batch(connection: Any, statements: list[Statement]) -> list[tuple[Any, ...]]:
