@@ -1,0 +1,177 @@
+"""Statements sent together on MySQL and MariaDB, one round trip for several: mysqlclient opens
+every connection with CLIENT_MULTI_STATEMENTS, and each statement's result is read in turn
+(results()). A round trip costs the worker a cursor call in Django and mysqlclient and the
+server a command; the statements themselves cost the same.
+
+The lease holder's write is one batch (write_statements(), run_batch()), in one transaction:
+the instance's row locked FOR UPDATE by its id and lease token (its flags are the batch's one
+result set), the journal entries upserted from that row (the guarded ones only while no cancel
+or terminate is requested), the instance updated by its id and lease token; without the lease,
+the row read finds nothing and every statement writes nothing. Five round trips before (START
+TRANSACTION, the row lock's read, the upsert, the update, COMMIT). The claim sends its
+statements in two (MySQLBackend.fast_claim), eight before.
+
+The server runs no statement of a batch after one that failed (a killed query, a deadlock):
+ROLLBACK then takes back what the batch's transaction wrote.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from django.db import DatabaseError
+from django.db.models.sql import Query
+
+from ...models import JournalEntry, WorkflowInstance
+from .writes import UNSET
+
+if TYPE_CHECKING:
+    from ..instances import InstanceWrite
+
+Statement = tuple[str, list[Any]]
+
+MULTI_STATEMENTS = 1 << 16  # CLIENT_MULTI_STATEMENTS, in the client's connect flags
+
+
+def write_statements(
+    connection: Any,
+    id: str,
+    token: str,
+    write: InstanceWrite,
+    changes: dict[str, Any],
+    wake_at: Any,
+) -> list[Statement]:
+    """The write's statements, the row lock's read first: `changes` are the instance's new
+    columns and `wake_at` a suspension's wake time, UNSET if it does not suspend (writes.
+    write_changes)."""
+    instances = WorkflowInstance._meta
+    table = instances.db_table
+    held = "id = %s AND lease_token = %s"
+    statements: list[Statement] = [
+        (
+            f"SELECT cancel_requested, terminate_requested, cancel_reason FROM {table} "
+            f"WHERE {held} FOR UPDATE",
+            [id, token],
+        )
+    ]
+    journal = JournalEntry._meta
+    document = journal.get_field("document")
+    selects: list[str] = []
+    params: list[list[Any]] = []
+
+    def prepared(entry: dict[str, Any]) -> Any:
+        return document.get_db_prep_save(entry, connection)
+
+    # One row per name, as the ORM's path writes them: a name can be in both (a failed
+    # attempt's entry and, guarded, the next attempt's start); the guarded one wins unless a
+    # cancel or terminate is requested.
+    for name, entry in write.entries.items():
+        if name in write.guarded_entries:
+            selects.append(
+                f"SELECT id, %s, CASE WHEN cancel_requested OR terminate_requested THEN %s "
+                f"ELSE %s END FROM {table} WHERE {held}"
+            )
+            params.append([name, prepared(entry), prepared(write.guarded_entries[name]), id, token])
+        else:
+            selects.append(f"SELECT id, %s, %s FROM {table} WHERE {held}")
+            params.append([name, prepared(entry), id, token])
+    for name, entry in write.guarded_entries.items():
+        if name not in write.entries:
+            selects.append(
+                f"SELECT id, %s, %s FROM {table} WHERE {held} "
+                f"AND NOT (cancel_requested OR terminate_requested)"
+            )
+            params.append([name, prepared(entry), id, token])
+    # An INSERT ... SELECT each: one of several SELECTs joined by UNION ALL would go through
+    # a temporary table in the server.
+    upsert = f" ON DUPLICATE KEY UPDATE {document.column} = VALUES({document.column})"  # type: ignore[union-attr]
+    for select, select_params in zip(selects, params, strict=True):
+        statements.append(
+            (
+                f"INSERT INTO {journal.db_table} (instance_id, name, document) {select}{upsert}",
+                select_params,
+            )
+        )
+    sets: list[str] = []
+    values: list[Any] = []
+    if wake_at is not UNSET:
+        # First: the assignments of a MySQL UPDATE see the columns the ones before them set.
+        due: Any = instances.get_field("wake_at")
+        sets.append("wake_at = CASE WHEN cancel_requested THEN %s ELSE %s END")
+        values += [due.get_db_prep_save(at, connection) for at in (write.now, wake_at)]
+    for name, value in changes.items():
+        field: Any = instances.get_field(name)
+        sets.append(f"{field.column} = %s")
+        values.append(field.get_db_prep_save(value, connection))
+    if sets:
+        statements.append(
+            (f"UPDATE {table} SET {', '.join(sets)} WHERE {held}", [*values, id, token])
+        )
+    return statements
+
+
+def results(cursor: Any, statements: list[Statement]) -> list[list[tuple[Any, ...]]]:
+    """Send `statements` in one round trip and read every result: each statement's rows (none
+    for a statement that returns none). A statement's error is raised here; the server runs
+    none after it.
+
+    On a connection opened without CLIENT_MULTI_STATEMENTS (mysqlclient's `multi_statements`
+    option turned off, or PyMySQL's default), one round trip each, the same statements."""
+    if len(statements) == 1 or not _client_flag(cursor) & MULTI_STATEMENTS:
+        rows: list[list[tuple[Any, ...]]] = []
+        for statement, params in statements:
+            cursor.execute(statement, params)
+            rows.append(list(cursor.fetchall()))
+        return rows
+    cursor.execute(
+        ";\n".join(statement for statement, _ in statements),
+        [param for _, statement_params in statements for param in statement_params],
+    )
+    rows = [list(cursor.fetchall())]
+    while cursor.nextset():
+        rows.append(list(cursor.fetchall()))
+    return rows
+
+
+def _client_flag(cursor: Any) -> int:
+    """The flags the driver's connection was opened with (0 when it does not say)."""
+    return int(getattr(cursor.db.connection, "client_flag", 0) or 0)
+
+
+def run_batch(connection: Any, statements: list[Statement]) -> list[tuple[Any, ...]]:
+    """Send `statements` in one round trip, in one transaction (the caller's, or one of their
+    own: START TRANSACTION ... COMMIT in the batch, on a connection in autocommit mode), and
+    return the rows of the first.
+
+    On an error, ROLLBACK undoes the batch's own transaction (a lost connection rolled back by
+    itself)."""
+    own = connection.get_autocommit() and not connection.in_atomic_block
+    if own:
+        statements = [("START TRANSACTION", []), *statements, ("COMMIT", [])]
+    with connection.cursor() as cursor:
+        try:
+            return results(cursor, statements)[1 if own else 0]
+        except BaseException:
+            if own:
+                rollback(cursor)
+            raise
+
+
+def rollback(cursor: Any) -> None:
+    """ROLLBACK after an error in a transaction the store began itself."""
+    try:
+        cursor.execute("ROLLBACK")
+    except DatabaseError:
+        pass  # a lost connection rolled back by itself; the first error says why
+
+
+def instances(connection: Any, alias: str, rows: list[tuple[Any, ...]]) -> list[WorkflowInstance]:
+    """The instances of `rows` read from a batch (every concrete column, in the model's order),
+    with the values converted as a queryset's rows are."""
+    fields = WorkflowInstance._meta.concrete_fields
+    compiler = connection.ops.compiler("SQLCompiler")(Query(WorkflowInstance), connection, alias)
+    table = WorkflowInstance._meta.db_table
+    converters = compiler.get_converters([field.get_col(table) for field in fields])
+    values = compiler.apply_converters(rows, converters) if converters else rows
+    names = [field.attname for field in fields]
+    return [WorkflowInstance.from_db(alias, names, list(row)) for row in values]
