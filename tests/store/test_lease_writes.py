@@ -12,6 +12,7 @@ from django.db import DatabaseError, connection, transaction
 from django_workflows import clock
 from django_workflows.models import WorkflowInstance
 from django_workflows.store import instances as store
+from django_workflows.store import payloads
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -73,6 +74,7 @@ def test_a_write_with_the_lease_writes_every_entry_and_change_and_returns_the_fl
     assert flags == store.LeaseFlags(False, False, None)
     assert journal() == {"charge": STEP_DONE, "ship": STEP_STARTED}
     row = WorkflowInstance.objects.get(pk="w-1")
+    payloads.decode_instance(row)  # CODEC=1 stores it sealed
     assert row.custom_status == {"stage": 2}
     assert row.lease_until == now + timedelta(minutes=10)
     assert row.lease_token == "t-1"
