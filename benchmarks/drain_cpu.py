@@ -54,16 +54,10 @@ def main() -> None:
     from django.db import connection
 
     from benchmarks.cpu import server_seconds
-    from benchmarks.lease_writes import server_thread_seconds
+    from benchmarks.lease_writes import server_thread, server_thread_seconds
 
     vendor = os.environ.get("DB", "sqlite")
-    tid = 0
-    if connection.vendor == "mysql":
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT tid FROM information_schema.processlist WHERE id = CONNECTION_ID()"
-            )
-            tid = int(cursor.fetchone()[0])
+    tid = server_thread(connection)
     figures, server, served = [], [], []
     for round in range(rounds):
         for i in range(n):
