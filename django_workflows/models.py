@@ -58,29 +58,61 @@ class DueIndex(models.Index):
     `lease`: "free" keeps only the rows no lease holds (lease_until NULL), so a claim's range
     never holds the instances that run; "held" only the leased ones (a claim reads the lapsed
     leases from it). Where there are no partial indexes it changes nothing: the columns put
-    lease_until in the range instead (see store/due.py)."""
+    lease_until in the range instead (see store/due.py).
 
-    def __init__(self, *args: Any, lease: str = "any", **kwargs: Any) -> None:
+    `unparked`: keep the parked instances out too (store/parking.py): in the partial predicate
+    where there is one, else as a column after the first (the priority, or the queue and the
+    priority), where a claim's `parked = 0` keeps the range's order."""
+
+    def __init__(
+        self, *args: Any, lease: str = "any", unparked: bool = False, **kwargs: Any
+    ) -> None:
         if lease not in ("any", "free", "held"):
             raise ValueError(f"DueIndex lease must be 'any', 'free' or 'held', not {lease!r}")
         super().__init__(*args, **kwargs)
         self.lease = lease
+        self.unparked = unparked
 
     def deconstruct(self) -> Any:
         path, args, kwargs = super().deconstruct()
         if self.lease != "any":
             kwargs["lease"] = self.lease
+        if self.unparked:
+            kwargs["unparked"] = True
         return path, args, kwargs
 
     def create_sql(self, model: Any, schema_editor: Any, using: str = "", **kwargs: Any) -> Any:
-        statement = super().create_sql(model, schema_editor, using, **kwargs)
-        if schema_editor.connection.features.supports_partial_indexes:
+        partial = schema_editor.connection.features.supports_partial_indexes
+        index: models.Index = self
+        if self.unparked and not partial:
+            priority = self.fields.index("priority") + 1
+            index = models.Index(
+                fields=[*self.fields[:priority], "parked", *self.fields[priority:]],
+                name=self.name,
+            )
+        statement = models.Index.create_sql(index, model, schema_editor, using, **kwargs)
+        if partial:
             column = schema_editor.quote_name(model._meta.get_field("wake_at").column)
             condition = f" WHERE {column} IS NOT NULL"
             if self.lease != "any":
                 lease = schema_editor.quote_name(model._meta.get_field("lease_until").column)
                 condition += f" AND {lease} IS {'' if self.lease == 'free' else 'NOT '}NULL"
+            if self.unparked:
+                parked = schema_editor.quote_name(model._meta.get_field("parked").column)
+                condition += f" AND NOT {parked}"
             statement.parts["condition"] = condition  # type: ignore[assignment]
+        return statement
+
+
+class ParkedIndex(models.Index):
+    """The parked instances by workflow and key (store/parking.py): what a lease's end of that
+    key puts back. Partial (the parked ones only) where the database has partial indexes."""
+
+    def create_sql(self, model: Any, schema_editor: Any, using: str = "", **kwargs: Any) -> Any:
+        statement = super().create_sql(model, schema_editor, using, **kwargs)
+        if schema_editor.connection.features.supports_partial_indexes:
+            parked = schema_editor.quote_name(model._meta.get_field("parked").column)
+            statement.parts["condition"] = f" WHERE {parked}"  # type: ignore[assignment]
         return statement
 
 
@@ -174,6 +206,9 @@ class WorkflowInstance(models.Model):
     # start() stored STEP_MIDDLEWARE headers with it (the journal entry `$headers`): only then
     # does the claim read a first execution's journal for process_execution().
     has_headers = models.BooleanField(default=False)
+    # Due, but its concurrency key had every slot taken when a claim passed over it: out of the
+    # claim index's range until a lease of that key ends (store/parking.py).
+    parked = models.BooleanField(default=False)
     # How often the instance continued as new (ctx.continue_as_new()): 0 for its first run.
     generation = models.PositiveIntegerField(default=0)
     # The instance this one was forked from (django_workflows.fork()), for its admin link.
@@ -202,6 +237,7 @@ class WorkflowInstance(models.Model):
                 fields=["priority", "lease_until", "wake_at", "created_at"],
                 name="dw_instance_due",
                 lease="free",
+                unparked=True,
             ),
             # Claims of a worker started with --queue: the same order within one queue (a claim
             # from several queues reads one range per queue and merges them).
@@ -209,6 +245,7 @@ class WorkflowInstance(models.Model):
                 fields=["queue", "priority", "lease_until", "wake_at", "created_at"],
                 name="dw_instance_queue_due",
                 lease="free",
+                unparked=True,
             ),
             # The leased instances with a wake time, by lease end: the claims' lapsed leases
             # (a plain index on lease_until on MySQL and MariaDB, where nothing reads it).
@@ -216,6 +253,10 @@ class WorkflowInstance(models.Model):
             # Claims under a key's limit: the live leases of a candidate's key.
             LiveKeyIndex(
                 fields=["workflow", "concurrency_key", "lease_until"], name="dw_instance_live_key"
+            ),
+            # What a lease's end puts back: the parked instances of its key.
+            ParkedIndex(
+                fields=["workflow", "concurrency_key", "parked"], name="dw_instance_parked"
             ),
             models.Index(fields=["status", "updated_at"], name="dw_instance_status"),
             models.Index(fields=["workflow", "version", "status"], name="dw_instance_workflow"),

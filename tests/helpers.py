@@ -70,3 +70,21 @@ def claim_ids(names: list[str], *, limit: int, lease: str = "30s") -> list[str]:
         rates=rates,
     )
     return [i.id for i in claimed.instances]
+
+
+def end_leases(ids: list[str], **changes: Any) -> None:
+    """The lease holders' releases of `ids`, as their writes make them (store.write): the lease
+    ended with `changes`, and the parked instances of each one's concurrency key put back, in
+    one transaction."""
+    from django.db import transaction
+
+    from django_workflows.models import WorkflowInstance
+    from django_workflows.store import parking
+
+    with transaction.atomic():
+        rows = WorkflowInstance.objects.filter(pk__in=ids)
+        keys = set(rows.select_for_update().values_list("workflow", "concurrency_key"))
+        rows.update(lease_token=None, lease_until=None, **changes)
+        for workflow, key in sorted(keys, key=str):
+            if key is not None:
+                parking.unpark_key("default", workflow, key)

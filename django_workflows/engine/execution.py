@@ -319,7 +319,12 @@ def leave_alone(using: str, instance: WorkflowInstance, token: str, error: BaseE
     """Hand back a claimed instance whose payloads the codec cannot read (a key that is not
     listed) without running it: it runs once the key is back."""
     changes, release = _unreadable_release(instance)
-    write = store.InstanceWrite(now=clock.now(), changes=changes, release=release)
+    write = store.InstanceWrite(
+        now=clock.now(),
+        changes=changes,
+        release=release,
+        keyed=instance.concurrency_key is not None,
+    )
     if store.write(using, instance.id, token, write) is None:
         return "lease-lost"
     _log_unreadable(instance, error)

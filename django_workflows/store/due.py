@@ -26,8 +26,8 @@ FREE_ORDER = ("priority", "lease_until", "wake_at", "created_at", "id")
 
 
 def free(now: datetime) -> Q:
-    """Due, and no lease holds it."""
-    return Q(wake_at__lte=now, lease_until__isnull=True)
+    """Due, no lease holds it, and not parked (store/parking.py)."""
+    return Q(wake_at__lte=now, lease_until__isnull=True, parked=False)
 
 
 def lapsed(now: datetime) -> Q:

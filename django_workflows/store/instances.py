@@ -20,7 +20,7 @@ from django.db.models import Case, F, Q, Value, When
 from ..attributes import Condition, Stored
 from ..models import FINISHED, JournalEntry, Signal, Status, Wait, WorkflowInstance
 from . import attributes as searchable
-from . import payloads
+from . import parking, payloads
 from .backends import backend
 
 # The claim lives in claims.py; store.instances.claim and .Claim are where callers find it.
@@ -72,6 +72,9 @@ class InstanceWrite:
     restart: bool = False
     # Search attributes set (or, None, removed) by ctx.set_attributes(); stored plain.
     attributes: dict[str, Stored | None] | None = None
+    # The instance has a concurrency key: a release puts back the instances parked for that
+    # key, in the write's own transaction (store/parking.py).
+    keyed: bool = False
 
 
 @retries_deadlocks
@@ -332,12 +335,18 @@ def write(using: str, id: str, token: str, write: InstanceWrite) -> LeaseFlags |
             backend(using).lock_signals(shared=True)
         held = WorkflowInstance.objects.using(using).filter(pk=id, lease_token=token)
         flags = held.select_for_update().values_list(
-            "cancel_requested", "terminate_requested", "cancel_reason", "awaited", "created_at"
+            "cancel_requested",
+            "terminate_requested",
+            "cancel_reason",
+            "awaited",
+            "created_at",
+            "workflow",
+            "concurrency_key",
         )
         row = flags.first()
         if row is None:
             return None
-        cancel_requested, terminate_requested, reason, awaited, created_at = row
+        cancel_requested, terminate_requested, reason, awaited, created_at, workflow, key = row
         entries = dict(write.entries)
         if not (cancel_requested or terminate_requested):
             entries.update(write.guarded_entries)
@@ -379,6 +388,8 @@ def write(using: str, id: str, token: str, write: InstanceWrite) -> LeaseFlags |
             if set(changes) - {"lease_until"}:
                 changes["updated_at"] = write.now
             held.update(**changes)
+        if release is not None and key is not None:
+            parking.unpark_key(using, workflow, key)
         if awaited and (write.announce or changes.get("status") in FINISHED):
             backend(using).notify_ended(id)
         return LeaseFlags(cancel_requested, terminate_requested, payloads.decode_reason(id, reason))

@@ -7,7 +7,8 @@ Counting and leasing are one step: the claim takes a transaction-scoped lock per
 concurrency limits (in a fixed order) before it counts, and locks each window it takes room in
 (an insert-or-lock of its row, in a fixed order) and counts again under that lock, so two claims
 never take the last room. Candidates are taken in stages, so one busy key never holds back the
-others.
+others. The due instances of a key whose every slot is taken are parked as the claim passes over
+them (store/parking.py), so that the next claims do not read them again.
 """
 
 from __future__ import annotations
@@ -19,14 +20,18 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db import connections
-from django.db.models import Count, Exists, F, OuterRef, Q
+from django.db.models import Count, F, Q
 
 from ..models import RateLimitWindow, Status, WorkflowInstance
 from . import due as due_scan
+from . import parking
 from .backends import backend
 
 SCAN = 20  # candidates read per slot asked for: room for the ones passed over
+# Under a key's limit the scan returns the full keys' instances too (they are parked, then the
+# scan reads on): at most this many scans, each GROWTH times the last's size.
+ROUNDS = 4
+GROWTH = 4
 LIVE = (Status.RUNNING, Status.COMPENSATING)  # the statuses of an instance with a live lease
 
 
@@ -83,6 +88,8 @@ def pick(
     backend(using).lock_names([f"concurrency:{name}" for name in concurrency])
     slots = _free_slots(using, now, concurrency)
     full = _full(using, now, concurrency, rates, slots)
+    if full.per_key:
+        parking.unpark_lapsed(using, now, sorted(full.per_key))
     candidates = _candidates(
         using, now=now, limit=limit * SCAN, workflows=workflows, full=full, queues=queues
     )
@@ -111,37 +118,22 @@ def pick(
 class Full:
     """What has no room at all: whole workflows, keys of a workflow (by column), and the
     workflows whose concurrency keys have `per_key` slots each, of which the keys with every
-    slot taken by a live lease (as of `now`) are full too: the database tests those itself,
-    a probe of dw_instance_live_key per candidate, rather than receive every full key."""
+    slot taken by a live lease (as of `now`) are full too: those are found among the scan's
+    rows (parking.full_keys), whose instances are then parked, not filtered in the scan."""
 
     workflows: set[str]
     keys: dict[tuple[str, str], set[str]]  # (workflow, "concurrency_key" | "rate_limit_key")
     per_key: dict[str, int] = field(default_factory=dict)
-    now: datetime | None = None
 
     def q(self) -> Q:
         """The candidates with room, as a filter."""
         allowed = ~Q(workflow__in=sorted(self.workflows)) if self.workflows else Q()
         for (workflow, column), keys in sorted(self.keys.items()):
             allowed &= ~Q(workflow=workflow, **{f"{column}__in": sorted(keys)})
-        for workflow, per_key in sorted(self.per_key.items()):
-            # The per_key-th live lease of the candidate's key (an instance without a key
-            # matches none: it counts only toward the workflow's limit). The lease alone, as
-            # the contract has it: a probe of the index, without reading the row.
-            # (The key IS NOT NULL lets PostgreSQL read dw_instance_live_key, partial, also
-            # when it hashes the subquery's rows rather than probe it per candidate.)
-            held = WorkflowInstance.objects.filter(
-                workflow=workflow,
-                concurrency_key__isnull=False,
-                concurrency_key=OuterRef("concurrency_key"),
-                lease_until__gte=self.now,
-            )
-            allowed &= ~Q(Q(workflow=workflow) & Exists(held[per_key - 1 : per_key]))
         return allowed
 
-    def sql(self, adapt: Any) -> tuple[str, list[Any]]:
-        """The same as SQL (for the servers' hand-written candidates' scans); `adapt`: the
-        connection's adapt_datetimefield_value."""
+    def sql(self) -> tuple[str, list[Any]]:
+        """The same as SQL (for the servers' hand-written candidates' scans)."""
         parts: list[str] = []
         params: list[Any] = []
         if self.workflows:
@@ -153,15 +145,6 @@ class Full:
                 f"AND {column} IN ({', '.join(['%s'] * len(keys))}))"
             )
             params += [workflow, *sorted(keys)]
-        table = WorkflowInstance._meta.db_table
-        for workflow, per_key in sorted(self.per_key.items()):
-            parts.append(
-                f"NOT (workflow = %s AND EXISTS (SELECT 1 FROM {table} AS held "
-                f"WHERE held.workflow = %s AND held.concurrency_key IS NOT NULL "
-                f"AND held.concurrency_key = {table}.concurrency_key AND held.lease_until >= %s"
-                f"{'' if per_key == 1 else f' LIMIT 1 OFFSET {int(per_key) - 1}'}))"
-            )
-            params += [workflow, workflow, adapt(self.now)]
         return " AND ".join(parts), params
 
 
@@ -176,7 +159,6 @@ def _full(
     scan passes over them, so a full key never fills the scan and holds back the others."""
     full = Full({w for w, free in slots.items() if free <= 0}, {})
     full.per_key = {w: r.per_key for w, r in concurrency.items() if r.per_key is not None}
-    full.now = now
     if rates:
         windows = RateLimitWindow.objects.using(using).filter(
             workflow__in=list(rates), window_end__gt=now
@@ -202,13 +184,37 @@ def _candidates(
     full: Full,
     queues: list[str] | None = None,
 ) -> list[Candidate]:
-    """The due instances with room, in claim order, locked, skipping those another claim holds."""
+    """Up to `limit` due instances with room, in claim order, locked, skipping those another
+    claim holds. Under a key's limit the scan's rows include the full keys' instances: those
+    are parked and left out, and while they left fewer than `limit` the scan runs again, larger
+    (the ones parked are out of its range now)."""
+    size = limit
+    for _ in range(ROUNDS):
+        rows = _scan(using, now=now, limit=size, workflows=workflows, full=full, queues=queues)
+        if not full.per_key:
+            return rows
+        taken = parking.full_keys(using, now, rows, full.per_key)
+        kept = [c for c in rows if (c.workflow, c.concurrency_key) not in taken]
+        passed = [c for c in rows if (c.workflow, c.concurrency_key) in taken]
+        parked = parking.park(using, now, passed, full.per_key) if passed else 0
+        if len(kept) >= limit or len(rows) < size or not parked:
+            break
+        size *= GROWTH
+    return kept[:limit]
+
+
+def _scan(
+    using: str,
+    *,
+    now: datetime,
+    limit: int,
+    workflows: list[tuple[str, int]],
+    full: Full,
+    queues: list[str] | None = None,
+) -> list[Candidate]:
+    """The first `limit` due instances not filtered out by `full`, in claim order, locked."""
     ids = backend(using).claim_candidates(
-        now=now,
-        limit=limit,
-        workflows=workflows,
-        where=full.sql(connections[using].ops.adapt_datetimefield_value),
-        queues=queues,
+        now=now, limit=limit, workflows=workflows, where=full.sql(), queues=queues
     )
     of_workflows = functools.reduce(
         operator.or_, (Q(workflow=name, version=version) for name, version in workflows)

@@ -13,7 +13,7 @@ import pytest
 import django_workflows as wf
 from django_workflows import Concurrency, RateLimit, clock
 from django_workflows.models import RateLimitWindow, WorkflowInstance
-from tests.helpers import claim_ids, wait_until, worker_thread
+from tests.helpers import claim_ids, end_leases, wait_until, worker_thread
 
 pytestmark = pytest.mark.django_db
 
@@ -25,7 +25,7 @@ def claim(*names: str, limit: int = 10) -> list[str]:
 
 def release(id: str) -> None:
     """The execution parked or ended: its lease, and so its slot, is given back."""
-    WorkflowInstance.objects.filter(pk=id).update(lease_token=None, lease_until=None, wake_at=None)
+    end_leases([id], wake_at=None)
 
 
 def test_a_concurrency_limit_caps_how_many_run_at_once(define, workflow_clock):

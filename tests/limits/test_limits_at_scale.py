@@ -8,13 +8,16 @@ from django.db import connection
 
 import django_workflows as wf
 from django_workflows import Concurrency
+from django_workflows.models import WorkflowInstance
 
 from .test_limits import claim, release
 
 pytestmark = pytest.mark.django_db
 
 
-def test_a_claim_sends_no_list_of_the_full_keys(define, workflow_clock):
+def test_a_claim_parks_the_full_keys_instances_and_the_next_sends_no_list_of_them(
+    define, workflow_clock
+):
     @define("many-keys", concurrency=Concurrency(limit=1, key=lambda input: input["k"]))
     def many_keys(ctx, input):
         return None
@@ -25,6 +28,10 @@ def test_a_claim_sends_no_list_of_the_full_keys(define, workflow_clock):
     for i in range(60):
         wf.start("many-keys", {"k": f"key-{i:02d}"}, id=f"b{i:02d}")  # each waits on its key
     wf.start("many-keys", {"k": "free"}, id="c00")
+    assert claim("many-keys") == ["c00"]
+    parked = WorkflowInstance.objects.filter(parked=True)
+    assert sorted(parked.values_list("id", flat=True)) == [f"b{i:02d}" for i in range(60)]
+    wf.start("many-keys", {"k": "free-too"}, id="c01")
     sent: list[int] = []
 
     def count(execute, sql, params, many, context):
@@ -32,9 +39,12 @@ def test_a_claim_sends_no_list_of_the_full_keys(define, workflow_clock):
         return execute(sql, params, many, context)
 
     with connection.execute_wrapper(count):
-        assert claim("many-keys") == ["c00"]
-    assert max(sent) < 60  # no statement with a parameter per full key
-    release("a07")
+        assert claim("many-keys") == ["c01"]
+    assert max(sent) < 60  # the parked are out of the scan: no statement lists their keys
+    release("a07")  # its key's parked instance is back
+    assert list(parked.values_list("id", flat=True)) != [] and "b07" not in set(
+        parked.values_list("id", flat=True)
+    )
     assert claim("many-keys") == ["b07"]
 
 
@@ -54,9 +64,11 @@ def test_a_key_with_several_slots_counts_only_its_live_leases(define, workflow_c
     assert claim("two-per-key") == ["x2"]
 
 
-def test_a_claim_under_a_key_limit_is_three_statements_on_postgresql(define, workflow_clock):
-    """The workflow's lock, the candidates' scan and the lease: the limits' stages run in
-    Python between them, on the candidates' rows the scan returned."""
+def test_a_claim_under_a_key_limit_is_five_statements_on_postgresql(define, workflow_clock):
+    """The workflow's lock, the keys of lapsed leases (their parked instances go back), the
+    candidates' scan, the live leases of the candidates' keys, and the lease: the limits'
+    stages run in Python between them, on the candidates' rows the scan returned. A claim that
+    passes over a full key's instances parks them: two statements more, once."""
     if connection.vendor != "postgresql":
         pytest.skip("PostgreSQL's hand-written claim under limits")
 
@@ -76,8 +88,15 @@ def test_a_claim_under_a_key_limit_is_three_statements_on_postgresql(define, wor
 
     with connection.execute_wrapper(count):
         assert claim("few-statements") == ["a0", "b0"]  # each key's first
-    assert len(sent) == 3, sent
-    assert claim("few-statements") == []  # both keys at their limit
+    assert len(sent) == 5, sent
+    sent.clear()
+    with connection.execute_wrapper(count):
+        assert claim("few-statements") == []  # both keys at their limit: a1 and a2 parked
+    assert len(sent) == 6, sent  # lock, lapsed keys, scan, live leases, the holders' lock, park
+    assert set(WorkflowInstance.objects.filter(parked=True).values_list("id", flat=True)) == {
+        "a1",
+        "a2",
+    }
     release("a0")
     workflow_clock.advance("1s")
     assert claim("few-statements") == ["a1"]

@@ -11,7 +11,7 @@ import django_workflows as wf
 from django_workflows import Concurrency, RateLimit
 from django_workflows.models import WorkflowInstance
 from django_workflows.registry import registry
-from tests.helpers import claim_ids
+from tests.helpers import claim_ids, end_leases
 
 from .conftest import race, threads_for
 
@@ -45,9 +45,7 @@ def claim_until_empty(name: str, *, release: bool) -> list[str]:
             return got
         got.extend(ids)
         if release:  # quick executions that end at once: their slots free, their window room not
-            WorkflowInstance.objects.filter(pk__in=ids).update(
-                lease_token=None, lease_until=None, wake_at=None, status="completed"
-            )
+            end_leases(ids, wake_at=None, status="completed")
     raise AssertionError("claims never ran dry")
 
 

@@ -208,10 +208,14 @@ class MySQLBackend(Backend):
         # Per range two scans: the free instances (lease_until NULL, in index order: MariaDB
         # takes IS NULL as a constant for the order, but sorts all the range when lease_until
         # is in the ORDER BY), and the lapsed leases (lease_until before now, from the same
-        # index's next range, sorted); the instances that run are in neither.
+        # index's next range, sorted); the instances that run are in neither, nor the parked
+        # ones (parked, 0 in both, follows the priority in the index: store/parking.py).
         leases = [
-            ("lease_until IS NULL", []),
-            ("lease_until >= %s AND lease_until < %s", [adapt(_EARLIEST), adapt(now)]),
+            ("parked = 0 AND lease_until IS NULL", []),
+            (
+                "parked = 0 AND lease_until >= %s AND lease_until < %s",
+                [adapt(_EARLIEST), adapt(now)],
+            ),
         ]
 
         def scans(priority: int, of_queues: list[str | None], room: int) -> list[Statement]:

@@ -28,7 +28,8 @@ def due_ranges(
     """`WITH ..., picked AS (...)`: the first `limit` due instances in claim order, locked FOR
     UPDATE SKIP LOCKED, as `columns` (`id` among them) and their order's columns.
 
-    Every queue: one range of the claim index (dw_instance_due, which holds no leased instance),
+    Every queue: one range of the claim index (dw_instance_due, which holds no leased and no
+    parked instance),
     in claim order, and the lapsed leases (dw_instance_leased, few, sorted). One queue: the same
     on the queue's claim index (dw_instance_queue_due). Several: the database cannot read
     several ranges of an index in one order (an IN list on its first column gives rows sorted
@@ -47,7 +48,7 @@ def due_ranges(
     for n, queue in enumerate(queues or [None]):
         for name, lapsed in ((f"f{n}", False), (f"l{n}", True)):
             lease, order = (
-                ("lease_until < %s", ORDER) if lapsed else ("lease_until IS NULL", FREE_ORDER)
+                ("lease_until < %s", ORDER) if lapsed else ("lease_until IS NULL AND NOT parked", FREE_ORDER)
             )
             params += [now, now] if lapsed else [now]
             if queue is not None:

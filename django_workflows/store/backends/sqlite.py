@@ -272,7 +272,7 @@ class SQLiteBackend(Backend):
         select = (
             f"SELECT id FROM ("
             f"SELECT * FROM (SELECT {columns} FROM {table} WHERE wake_at <= %s "
-            f"AND lease_until IS NULL {of_queues}AND ({pairs}) "
+            f"AND lease_until IS NULL AND NOT parked {of_queues}AND ({pairs}) "
             f"ORDER BY priority, lease_until, wake_at, created_at, id LIMIT %s) "
             f"UNION ALL "
             f"SELECT * FROM (SELECT {columns} FROM {table} WHERE wake_at <= %s "

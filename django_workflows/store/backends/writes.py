@@ -19,8 +19,11 @@ UNSET: Any = object()
 def fast_writable(write: InstanceWrite) -> bool:
     """Whether a write can take a fast path: it needs no signal lock (records no signal,
     registers or clears no waits), keeps the journal (no restart) and sets no search
-    attributes (their rows are the ORM path's)."""
+    attributes (their rows are the ORM path's), nor, for an instance with a concurrency key,
+    releases it (the ORM path puts back the key's parked instances)."""
     if write.signal is not None or write.restart or write.attributes:
+        return False
+    if write.keyed and write.release is not None:
         return False
     return write.release is None or not (write.release.waits or write.release.had_waits)
 
