@@ -21,6 +21,8 @@ an hour ahead) and the most overdue of all, as while N instances run: the claim 
 them to find the due ones behind them. With `--keys-at-limit K` too (K <= N), the claims run
 under `Concurrency(limit=1, key=...)`: the leased instances hold K keys at their limit, the more
 overdue half of the due instances wait on those keys, the other half each has a key of its own.
+The first claim parks those that wait (store/parking.py): its time is printed apart ("first"),
+and a second run with `--reuse` finds them parked.
 """
 
 from __future__ import annotations
@@ -91,9 +93,9 @@ def main() -> None:
             fill = (
                 f"INSERT INTO {table} (id, workflow, version, status, input, wake_at, priority, "
                 f"runs, signal_cursor, cancel_requested, terminate_requested, journal_warned, "
-                f"awaited, has_headers, created_at, updated_at, queue, generation) "
+                f"awaited, has_headers, created_at, updated_at, queue, generation, parked) "
                 f"SELECT %s || n, 'bench', 1, %s, '{{{{}}}}'::jsonb, {{wake}}, 0, {{runs}}, 0, false, false, "
-                f"false, false, false, %s - n * interval '1 second', %s, {{queue}}, 0 "
+                f"false, false, false, %s - n * interval '1 second', %s, {{queue}}, 0, false "
                 f"FROM generate_series(1, %s) AS n"
             )
             cursor.execute(
@@ -129,10 +131,10 @@ def main() -> None:
             fill = (
                 f"INSERT INTO {table} (id, workflow, version, status, input, wake_at, priority, "
                 f"runs, signal_cursor, cancel_requested, terminate_requested, journal_warned, "
-                f"awaited, has_headers, created_at, updated_at, queue, generation) "
+                f"awaited, has_headers, created_at, updated_at, queue, generation, parked) "
                 f"WITH RECURSIVE seq(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM seq WHERE n < %s) "
                 f"SELECT CONCAT(%s, n), 'bench', 1, %s, '{{{{}}}}', {{wake}}, 0, {{runs}}, 0, 0, 0, 0, 0, 0, "
-                f"%s - INTERVAL n SECOND, %s, {{queue}}, 0 FROM seq"
+                f"%s - INTERVAL n SECOND, %s, {{queue}}, 0, 0 FROM seq"
             )
             cursor.execute(
                 fill.format(wake="NULL", queue="'default'", runs=1),
@@ -195,12 +197,14 @@ def main() -> None:
             timings.append((time.perf_counter() - t) * 1000)
             assert len(claim.instances) == 10
             assert queues is None or {i.queue for i in claim.instances} <= set(queues)
+        first = timings[0]  # under a key's limit, the claim that parks what waits on full keys
         timings.sort()
         p95 = timings[int(len(timings) * 0.95) - 1]
         read = _index_reads(connection, vendor) - reads
         print(
             f"{label}: claim of 10 instances, {args.claims} claims: median "
-            f"{statistics.median(timings):.2f} ms, p95 {p95:.2f} ms, min {timings[0]:.2f} ms"
+            f"{statistics.median(timings):.2f} ms, p95 {p95:.2f} ms, min {timings[0]:.2f} ms, "
+            f"max {timings[-1]:.2f} ms, first {first:.2f} ms"
             + (f", {read / args.claims:.0f} index rows read per claim" if read else "")
         )
     t = time.perf_counter()

@@ -127,6 +127,7 @@ class WorkflowInstanceAdmin(SubjectAdmin, TagsAdmin, TasksAdmin, ForkAdmin, Read
                     ("cancel_requested", "terminate_requested"),
                     "cancel_reason",
                     ("concurrency_key", "rate_limit_key"),
+                    "parked",
                 ),
             },
         ),
@@ -166,6 +167,7 @@ class WorkflowInstanceAdmin(SubjectAdmin, TagsAdmin, TasksAdmin, ForkAdmin, Read
         "cancel_reason",
         "concurrency_key",
         "rate_limit_key",
+        "parked",
         "task_path",
     )
 

@@ -28,10 +28,11 @@ from . import parking
 from .backends import backend
 
 SCAN = 20  # candidates read per slot asked for: room for the ones passed over
-# Under a key's limit the scan returns the full keys' instances too (they are parked, then the
-# scan reads on): at most this many scans, each GROWTH times the last's size.
-ROUNDS = 4
+# Under a key's limit the scan returns the full keys' instances too: they are parked, and while
+# they left too few the scan runs again, GROWTH times larger, up to LARGEST rows (the statements
+# then carry as many ids).
 GROWTH = 4
+LARGEST = 10_000
 LIVE = (Status.RUNNING, Status.COMPENSATING)  # the statuses of an instance with a live lease
 
 
@@ -187,9 +188,9 @@ def _candidates(
     """Up to `limit` due instances with room, in claim order, locked, skipping those another
     claim holds. Under a key's limit the scan's rows include the full keys' instances: those
     are parked and left out, and while they left fewer than `limit` the scan runs again, larger
-    (the ones parked are out of its range now)."""
+    (the ones parked are out of its range now): every round parks some, or it is the last."""
     size = limit
-    for _ in range(ROUNDS):
+    while True:
         rows = _scan(using, now=now, limit=size, workflows=workflows, full=full, queues=queues)
         if not full.per_key:
             return rows
@@ -198,9 +199,8 @@ def _candidates(
         passed = [c for c in rows if (c.workflow, c.concurrency_key) in taken]
         parked = parking.park(using, now, passed, full.per_key) if passed else 0
         if len(kept) >= limit or len(rows) < size or not parked:
-            break
-        size *= GROWTH
-    return kept[:limit]
+            return kept[:limit]
+        size = min(size * GROWTH, max(LARGEST, limit))
 
 
 def _scan(

@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 import operator
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Protocol
 
@@ -33,9 +33,14 @@ from .backends import backend
 
 
 class Keyed(Protocol):
-    id: str
-    workflow: str
-    concurrency_key: str | None
+    """A due instance as a claim's scan returns it (limits.Candidate)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def workflow(self) -> str: ...
+    @property
+    def concurrency_key(self) -> str | None: ...
 
 
 def _of_keys(keys: Iterable[tuple[str, str]]) -> Q:
@@ -71,9 +76,7 @@ def full_keys(
     return {(w, k) for w, k, n in live if n >= per_key[w]}
 
 
-def park(
-    using: str, now: datetime, rows: list[Keyed], per_key: dict[str, int]
-) -> int:
+def park(using: str, now: datetime, rows: Sequence[Keyed], per_key: dict[str, int]) -> int:
     """Inside a claim's transaction, under its concurrency locks: park the instances of `rows`
     (passed over: their keys were full) that no lease holds, where this transaction can lock
     the row of every live lease that fills their key. Returns how many it parked."""

@@ -1,0 +1,113 @@
+"""The app's own index classes: what each database supports of partial and covering indexes,
+decided when the migration creates them (models.py declares where they go)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import models
+
+
+class DueIndex(models.Index):
+    """The claim index: partial (rows with a wake time only) where the database has partial
+    indexes, a plain one on MySQL and MariaDB, without the system check warning about it.
+
+    `lease`: "free" keeps only the rows no lease holds (lease_until NULL), so a claim's range
+    never holds the instances that run; "held" only the leased ones (a claim reads the lapsed
+    leases from it). Where there are no partial indexes it changes nothing: the columns put
+    lease_until in the range instead (see store/due.py).
+
+    `unparked`: keep the parked instances out too (store/parking.py): in the partial predicate
+    where there is one, else as a column after the first (the priority, or the queue and the
+    priority), where a claim's `parked = 0` keeps the range's order."""
+
+    def __init__(
+        self, *args: Any, lease: str = "any", unparked: bool = False, **kwargs: Any
+    ) -> None:
+        if lease not in ("any", "free", "held"):
+            raise ValueError(f"DueIndex lease must be 'any', 'free' or 'held', not {lease!r}")
+        super().__init__(*args, **kwargs)
+        self.lease = lease
+        self.unparked = unparked
+
+    def deconstruct(self) -> Any:
+        path, args, kwargs = super().deconstruct()
+        if self.lease != "any":
+            kwargs["lease"] = self.lease
+        if self.unparked:
+            kwargs["unparked"] = True
+        return path, args, kwargs
+
+    def create_sql(self, model: Any, schema_editor: Any, using: str = "", **kwargs: Any) -> Any:
+        partial = schema_editor.connection.features.supports_partial_indexes
+        index: models.Index = self
+        if self.unparked and not partial:
+            priority = self.fields.index("priority") + 1
+            index = models.Index(
+                fields=[*self.fields[:priority], "parked", *self.fields[priority:]],
+                name=self.name,
+            )
+        statement = models.Index.create_sql(index, model, schema_editor, using, **kwargs)
+        if partial:
+            column = schema_editor.quote_name(model._meta.get_field("wake_at").column)
+            condition = f" WHERE {column} IS NOT NULL"
+            if self.lease != "any":
+                lease = schema_editor.quote_name(model._meta.get_field("lease_until").column)
+                condition += f" AND {lease} IS {'' if self.lease == 'free' else 'NOT '}NULL"
+            if self.unparked:
+                parked = schema_editor.quote_name(model._meta.get_field("parked").column)
+                condition += f" AND NOT {parked}"
+            statement.parts["condition"] = condition  # type: ignore[assignment]
+        return statement
+
+
+class ParkedIndex(models.Index):
+    """The parked instances by workflow and key (store/parking.py): what a lease's end of that
+    key puts back. Partial (the parked ones only) where the database has partial indexes."""
+
+    def create_sql(self, model: Any, schema_editor: Any, using: str = "", **kwargs: Any) -> Any:
+        statement = super().create_sql(model, schema_editor, using, **kwargs)
+        if schema_editor.connection.features.supports_partial_indexes:
+            parked = schema_editor.quote_name(model._meta.get_field("parked").column)
+            statement.parts["condition"] = f" WHERE {parked}"  # type: ignore[assignment]
+        return statement
+
+
+class LiveKeyIndex(models.Index):
+    """The leased instances with a concurrency key, by workflow and key: a claim under a key's
+    limit probes here whether a candidate's key has its slots taken. Partial (the instances
+    that run) where the database has partial indexes, a plain one on MySQL and MariaDB."""
+
+    def create_sql(self, model: Any, schema_editor: Any, using: str = "", **kwargs: Any) -> Any:
+        statement = super().create_sql(model, schema_editor, using, **kwargs)
+        if schema_editor.connection.features.supports_partial_indexes:
+            key, lease = (
+                schema_editor.quote_name(model._meta.get_field(name).column)
+                for name in ("concurrency_key", "lease_until")
+            )
+            condition = f" WHERE {key} IS NOT NULL AND {lease} IS NOT NULL"
+            statement.parts["condition"] = condition  # type: ignore[assignment]
+        return statement
+
+
+class CoveringIndex(models.Index):
+    """An index that also holds the `covering` fields where the database has covering indexes
+    (PostgreSQL's INCLUDE), so that a scan of it needs no table row; a plain index elsewhere,
+    without the system check warning about INCLUDE there."""
+
+    def __init__(self, *args: Any, covering: tuple[str, ...] = (), **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.covering = tuple(covering)
+
+    def deconstruct(self) -> Any:
+        path, args, kwargs = super().deconstruct()
+        kwargs["covering"] = self.covering
+        return path, args, kwargs
+
+    def create_sql(self, model: Any, schema_editor: Any, using: str = "", **kwargs: Any) -> Any:
+        statement = super().create_sql(model, schema_editor, using, **kwargs)
+        if self.covering and schema_editor.connection.features.supports_covering_indexes:
+            quote = schema_editor.quote_name
+            columns = ", ".join(quote(model._meta.get_field(f).column) for f in self.covering)
+            statement.parts["include"] = f" INCLUDE ({columns})"  # type: ignore[assignment]
+        return statement
