@@ -323,7 +323,7 @@ def leave_alone(using: str, instance: WorkflowInstance, token: str, error: BaseE
         now=clock.now(),
         changes=changes,
         release=release,
-        keyed=instance.concurrency_key is not None,
+        unpark=store.parked_by(instance),
     )
     if store.write(using, instance.id, token, write) is None:
         return "lease-lost"

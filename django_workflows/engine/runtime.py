@@ -152,7 +152,7 @@ class Runtime(Stops):
             announce=announce,
             restart=restart,
             attributes=attributes,
-            keyed=self.instance.concurrency_key is not None,
+            unpark=store.parked_by(self.instance),
         )
         started = time.monotonic()
         flags = call_store(

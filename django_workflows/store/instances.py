@@ -22,12 +22,13 @@ from ..models import FINISHED, JournalEntry, Signal, Status, Wait, WorkflowInsta
 from . import attributes as searchable
 from . import parking, payloads
 from .backends import backend
-
-# The claim lives in claims.py; store.instances.claim and .Claim are where callers find it.
 from .claims import Claim as Claim
 from .claims import claim as claim
 from .claims import last_signal_id
 from .deadlocks import retries_deadlocks
+
+# The claim lives in claims.py; store.instances.claim and .Claim are where callers find it.
+from .parking import parked_by as parked_by
 from .signals import record_signal
 
 
@@ -72,9 +73,9 @@ class InstanceWrite:
     restart: bool = False
     # Search attributes set (or, None, removed) by ctx.set_attributes(); stored plain.
     attributes: dict[str, Stored | None] | None = None
-    # The instance has a concurrency key: a release puts back the instances parked for that
-    # key, in the write's own transaction (store/parking.py).
-    keyed: bool = False
+    # The instance's (workflow, concurrency key), if it has a key: a release puts back the
+    # instances parked for that key, in the write's own transaction (store/parking.py).
+    unpark: tuple[str, str] | None = None
 
 
 @retries_deadlocks

@@ -23,9 +23,10 @@ import operator
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
-from django.db.models import Count, Q
+from django.db import connections
+from django.db.models import Q
 
 from ..models import WorkflowInstance
 from . import due as due_scan
@@ -54,6 +55,14 @@ def _of_keys(keys: Iterable[tuple[str, str]]) -> Q:
     )
 
 
+def parked_by(instance: WorkflowInstance) -> tuple[str, str] | None:
+    """The (workflow, key) whose parked instances a release of `instance` puts back: its
+    concurrency key's, None without one (InstanceWrite.unpark)."""
+    if instance.concurrency_key is None:
+        return None
+    return instance.workflow, instance.concurrency_key
+
+
 def full_keys(
     using: str, now: datetime, rows: Iterable[Keyed], per_key: dict[str, int]
 ) -> set[tuple[str, str]]:
@@ -66,14 +75,29 @@ def full_keys(
     }
     if not keys:
         return set()
-    live = (
-        WorkflowInstance.objects.using(using)
-        .filter(_of_keys(keys), lease_until__gte=now)
-        .order_by()
-        .values_list("workflow", "concurrency_key")
-        .annotate(n=Count("id"))
-    )
-    return {(w, k) for w, k, n in live if n >= per_key[w]}
+    # Written out rather than by the ORM: a claim sends it once per scan, with up to a key per
+    # row of the scan, and compiling that query cost more than running it.
+    by_workflow: dict[str, list[str]] = {}
+    for workflow, key in sorted(keys):
+        by_workflow.setdefault(workflow, []).append(key)
+    connection = connections[using]
+    table = connection.ops.quote_name(WorkflowInstance._meta.db_table)
+    parts: list[str] = []
+    params: list[Any] = []
+    for workflow, of_workflow in by_workflow.items():
+        parts.append(
+            f"(workflow = %s AND concurrency_key IN ({', '.join(['%s'] * len(of_workflow))}))"
+        )
+        params += [workflow, *of_workflow]
+    params.append(connection.ops.adapt_datetimefield_value(now))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT workflow, concurrency_key, COUNT(*) FROM {table} "
+            f"WHERE ({' OR '.join(parts)}) AND lease_until >= %s "
+            f"GROUP BY workflow, concurrency_key",
+            params,
+        )
+        return {(w, k) for w, k, n in cursor.fetchall() if n >= per_key[w]}
 
 
 def park(using: str, now: datetime, rows: Sequence[Keyed], per_key: dict[str, int]) -> int:

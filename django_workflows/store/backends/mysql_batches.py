@@ -23,7 +23,7 @@ from django.db import DatabaseError
 from django.db.models.sql import Query
 
 from ...models import JournalEntry, WorkflowInstance
-from .writes import UNSET
+from .writes import UNSET, unpark_statement
 
 if TYPE_CHECKING:
     from ..instances import InstanceWrite
@@ -92,6 +92,11 @@ def write_statements(
                 select_params,
             )
         )
+    # Whether this write holds the lease, kept for the put-back of parked instances, which runs
+    # after the UPDATE below has cleared the lease token (store/parking.py).
+    unpark = unpark_statement(write, "parked = 1 AND @dw_held = 1")
+    if unpark is not None:
+        statements.append((f"SELECT COUNT(*) INTO @dw_held FROM {table} WHERE {held}", [id, token]))
     sets: list[str] = []
     values: list[Any] = []
     if wake_at is not UNSET:
@@ -107,6 +112,8 @@ def write_statements(
         statements.append(
             (f"UPDATE {table} SET {', '.join(sets)} WHERE {held}", [*values, id, token])
         )
+    if unpark is not None:
+        statements.append(unpark)
     return statements
 
 

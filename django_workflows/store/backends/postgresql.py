@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from django.core.checks import CheckMessage, Error
+from django.db import transaction
 from django.db.models import BooleanField, Q
 from django.db.models.expressions import RawSQL
 from django.db.models.lookups import Exact
@@ -27,7 +28,7 @@ from ...models import (
 from . import postgresql_claims as claims
 from .base import ENDED_CHANNEL, NOTIFY_CHANNEL, Backend
 from .postgresql_claims import LEASE_CLASS
-from .writes import UNSET, fast_writable, write_changes
+from .writes import UNSET, fast_writable, unpark_statement, write_changes
 
 if TYPE_CHECKING:
     from ..instances import InstanceWrite
@@ -265,9 +266,22 @@ class PostgreSQLBackend(Backend):
             select += ", (SELECT pg_notify(%s, held.id) WHERE held.awaited)"
             params.append(ENDED_CHANNEL)
         parts.append(select + " FROM held")
-        with self.connection.cursor() as cursor:
+        unpark = unpark_statement(write, "parked")
+        if unpark is None:
+            with self.connection.cursor() as cursor:
+                cursor.execute("".join(parts), params)
+                row = cursor.fetchone()
+                return None if row is None else row[:3]
+        # A statement of its own, after the one that locked the row: its snapshot then holds
+        # what a claim parked while this write waited for the row (store/parking.py).
+        with (
+            transaction.atomic(using=self.alias, savepoint=False),
+            self.connection.cursor() as cursor,
+        ):
             cursor.execute("".join(parts), params)
             row = cursor.fetchone()
+            if row is not None:
+                cursor.execute(*unpark)
             return None if row is None else row[:3]
 
     def fast_claim(

@@ -18,7 +18,7 @@ from django.db.models.fields import AutoFieldMixin
 from ...models import FINISHED, JournalEntry, Signal, Status, StoreLock, WorkflowInstance
 from .base import Backend
 from .rows import INSTANCE_COLUMNS, InstanceRows
-from .writes import UNSET, fast_writable, write_changes
+from .writes import UNSET, fast_writable, unpark_statement, write_changes
 
 if TYPE_CHECKING:
     from ..instances import InstanceWrite
@@ -200,6 +200,9 @@ class SQLiteBackend(Backend):
                 if changes:
                     sql, fields = self._update_sql(tuple(changes), returning=False)
                     cursor.execute(sql, [*_prepared(fields, changes, connection), id])
+            unpark = unpark_statement(write, "parked")
+            if unpark is not None:
+                cursor.execute(*unpark)
             if row[3] and (write.announce or changes.get("status") in FINISHED):
                 self.notify_ended(id)
             return cancel_requested, terminate_requested, row[2]

@@ -19,11 +19,8 @@ UNSET: Any = object()
 def fast_writable(write: InstanceWrite) -> bool:
     """Whether a write can take a fast path: it needs no signal lock (records no signal,
     registers or clears no waits), keeps the journal (no restart) and sets no search
-    attributes (their rows are the ORM path's), nor, for an instance with a concurrency key,
-    releases it (the ORM path puts back the key's parked instances)."""
+    attributes (their rows are the ORM path's)."""
     if write.signal is not None or write.restart or write.attributes:
-        return False
-    if write.keyed and write.release is not None:
         return False
     return write.release is None or not (write.release.waits or write.release.had_waits)
 
@@ -48,6 +45,20 @@ def write_changes(write: InstanceWrite) -> tuple[dict[str, Any], Any]:
     if changes and set(changes) - {"lease_until"} or wake_at is not UNSET:
         changes["updated_at"] = write.now
     return changes, wake_at
+
+
+def unpark_statement(write: InstanceWrite, parked: str) -> tuple[str, list[Any]] | None:
+    """The statement that puts back the instances parked for the key of an instance this write
+    releases (store/parking.py), for the write's transaction after the row lock's read; None
+    when it does not release a keyed instance. `parked`: the condition "is parked" as this
+    database's partial index (or column) reads it."""
+    if write.release is None or write.unpark is None:
+        return None
+    table = WorkflowInstance._meta.db_table
+    return (
+        f"UPDATE {table} SET parked = %s WHERE workflow = %s AND concurrency_key = %s AND {parked}",
+        [False, *write.unpark],
+    )
 
 
 def write_rows(
