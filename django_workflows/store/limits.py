@@ -20,7 +20,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db.models import Count, F, Q
+from django.db import connections
+from django.db.models import BooleanField, Count, F, Q
+from django.db.models.expressions import RawSQL
 
 from ..models import RateLimitWindow, Status, WorkflowInstance
 from . import due as due_scan
@@ -66,6 +68,8 @@ class Candidate:
     workflow: str
     concurrency_key: str | None
     rate_limit_key: str | None
+    # Whether its key had every slot taken, where the scan's statement said (else None).
+    full: bool | None = None
 
 
 WindowId = tuple[str, str, str]  # (workflow, scope "workflow" or "key", key or "")
@@ -194,7 +198,11 @@ def _candidates(
         rows = _scan(using, now=now, limit=size, workflows=workflows, full=full, queues=queues)
         if not full.per_key:
             return rows
-        taken = parking.full_keys(using, now, rows, full.per_key)
+        taken: set[tuple[str, str | None]]
+        if all(c.full is not None for c in rows):
+            taken = {(c.workflow, c.concurrency_key) for c in rows if c.full}
+        else:
+            taken = parking.full_keys(using, now, rows, full.per_key)
         kept = [c for c in rows if (c.workflow, c.concurrency_key) not in taken]
         passed = [c for c in rows if (c.workflow, c.concurrency_key) in taken]
         parked = parking.park(using, now, passed, full.per_key) if passed else 0
@@ -212,9 +220,12 @@ def _scan(
     full: Full,
     queues: list[str] | None = None,
 ) -> list[Candidate]:
-    """The first `limit` due instances not filtered out by `full`, in claim order, locked."""
+    """The first `limit` due instances not filtered out by `full`, in claim order, locked,
+    each with whether its key is full where the database said it with them."""
+    adapt = connections[using].ops.adapt_datetimefield_value
+    flag = parking.full_key_sql(full.per_key, now, adapt) if full.per_key else None
     ids = backend(using).claim_candidates(
-        now=now, limit=limit, workflows=workflows, where=full.sql(), queues=queues
+        now=now, limit=limit, workflows=workflows, where=full.sql(), queues=queues, flag=flag
     )
     of_workflows = functools.reduce(
         operator.or_, (Q(workflow=name, version=version) for name, version in workflows)
@@ -235,12 +246,11 @@ def _scan(
         return [Candidate(*row) for row in scanned]
     if ids and isinstance(ids[0], tuple):  # the rows themselves
         return [Candidate(*row) for row in ids]
-    found = {
-        row[0]: Candidate(*row)
-        for row in rows.filter(pk__in=ids).values_list(
-            "id", "workflow", "concurrency_key", "rate_limit_key"
-        )
-    }
+    fields = ["id", "workflow", "concurrency_key", "rate_limit_key"]
+    if flag is not None:  # read with the rows: no statement of its own
+        rows = rows.annotate(full_key=RawSQL(*flag, output_field=BooleanField()))
+        fields.append("full_key")
+    found = {row[0]: Candidate(*row) for row in rows.filter(pk__in=ids).values_list(*fields)}
     return [found[id] for id in ids if id in found]
 
 

@@ -63,9 +63,33 @@ def parked_by(instance: WorkflowInstance) -> tuple[str, str] | None:
     return instance.workflow, instance.concurrency_key
 
 
+def full_key_sql(per_key: dict[str, int], now: datetime, adapt: Any) -> tuple[str, list[Any]]:
+    """Whether the row's concurrency key (an instance's, of the instance table unaliased) has
+    every slot taken by a live lease as of `now`, as a boolean SQL expression and its
+    parameters: the per_key-th live lease of its key, a probe of dw_instance_live_key. (The
+    key IS NOT NULL lets PostgreSQL read that partial index.) `adapt`: the connection's
+    adapt_datetimefield_value."""
+    table = WorkflowInstance._meta.db_table
+    parts: list[str] = []
+    params: list[Any] = []
+    for workflow, slots in sorted(per_key.items()):
+        # The LIMIT also keeps PostgreSQL from reading every live lease of the workflow into a
+        # hash first (a hashed subplan), which its estimate of the scan's rows (before its
+        # LIMIT) makes look cheaper than a probe per row.
+        offset = f" LIMIT 1 OFFSET {int(slots) - 1}"
+        parts.append(
+            f"(workflow = %s AND EXISTS (SELECT 1 FROM {table} AS held "
+            f"WHERE held.workflow = %s AND held.concurrency_key IS NOT NULL "
+            f"AND held.concurrency_key = {table}.concurrency_key "
+            f"AND held.lease_until >= %s{offset}))"
+        )
+        params += [workflow, workflow, adapt(now)]
+    return f"({' OR '.join(parts)})", params
+
+
 def full_keys(
     using: str, now: datetime, rows: Iterable[Keyed], per_key: dict[str, int]
-) -> set[tuple[str, str]]:
+) -> set[tuple[str, str | None]]:
     """The (workflow, key) pairs of `rows` whose live leases (as of `now`) take every one of
     the key's `per_key` slots: one aggregate over dw_instance_live_key."""
     keys = {

@@ -165,8 +165,10 @@ class MySQLBackend(Backend):
         workflows: list[tuple[str, int]],
         where: tuple[str, list[Any]] = ("", []),
         queues: list[str] | None = None,
+        flag: tuple[str, list[Any]] | None = None,
     ) -> Any:
-        """The ids, locked (FOR UPDATE SKIP LOCKED), in claim order.
+        """The ids, locked (FOR UPDATE SKIP LOCKED), in claim order (`flag` is left to the
+        read of their rows that follows).
 
         The claim index holds the finished instances too here (no partial indexes; wake_at NULL
         sorts first), so a scan in claim order would walk them all. Instead: the distinct

@@ -313,15 +313,24 @@ class PostgreSQLBackend(Backend):
         workflows: list[tuple[str, int]],
         where: tuple[str, list[Any]] = ("", []),
         queues: list[str] | None = None,
+        flag: tuple[str, list[Any]] | None = None,
     ) -> Any:
         """One statement: the due candidates FOR UPDATE SKIP LOCKED (claims.due_ranges) with
-        room (`where`), as (id, workflow, concurrency_key, rate_limit_key), in claim order."""
+        room (`where`), as (id, workflow, concurrency_key, rate_limit_key) and `flag`'s value,
+        in claim order."""
         columns = "id, workflow, concurrency_key, rate_limit_key"
         picks, params = claims.due_ranges(
-            columns=columns, now=now, limit=limit, workflows=workflows, queues=queues, where=where
+            columns=columns,
+            now=now,
+            limit=limit,
+            workflows=workflows,
+            queues=queues,
+            where=where,
+            flag=flag,
         )
+        flagged = ", full_key" if flag else ""
         with self.connection.cursor() as cursor:
-            cursor.execute(f"{picks}SELECT {columns} FROM picked {claims.ORDER}", params)
+            cursor.execute(f"{picks}SELECT {columns}{flagged} FROM picked {claims.ORDER}", params)
             return [tuple(row) for row in cursor.fetchall()]
 
     def lease(self, ids: list[str], *, token: str, owner: str, lease_until: Any, now: Any) -> Any:

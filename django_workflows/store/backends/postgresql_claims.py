@@ -24,6 +24,7 @@ def due_ranges(
     workflows: list[tuple[str, int]],
     queues: list[str] | None,
     where: tuple[str, list[Any]] = ("", []),
+    flag: tuple[str, list[Any]] | None = None,
 ) -> tuple[str, list[Any]]:
     """`WITH ..., picked AS (...)`: the first `limit` due instances in claim order, locked FOR
     UPDATE SKIP LOCKED, as `columns` (`id` among them) and their order's columns.
@@ -37,10 +38,12 @@ def due_ranges(
     `limit` of those kept; the others' row locks end with the transaction. A lapsed lease whose
     renewal holds its lease lock (lapsed_lease_free) is passed over after the lapsed range's
     first `limit` are read, so the try-lock runs for those only. `where`: a condition more (the
-    limits' full workflows and keys) and its parameters."""
+    limits' full workflows and keys) and its parameters; `flag`: a boolean expression (and its
+    parameters) selected as `full_key`."""
     table = WorkflowInstance._meta.db_table
     pairs = " OR ".join("(workflow = %s AND version = %s)" for _ in workflows)
-    selected = f"{columns}, priority, wake_at, created_at"
+    flagged = f", {flag[0]} AS full_key" if flag else ""
+    selected = f"{columns}{flagged}, priority, wake_at, created_at"
     condition = f"AND {where[0]} " if where[0] else ""
     parts: list[str] = []
     params: list[Any] = []
@@ -52,6 +55,7 @@ def due_ranges(
                 if lapsed
                 else ("lease_until IS NULL AND NOT parked", FREE_ORDER)
             )
+            params += flag[1] if flag else []
             params += [now, now] if lapsed else [now]
             if queue is not None:
                 params.append(queue)
