@@ -167,8 +167,8 @@ class MySQLBackend(Backend):
         queues: list[str] | None = None,
         flag: tuple[str, list[Any]] | None = None,
     ) -> Any:
-        """The ids, locked (FOR UPDATE SKIP LOCKED), in claim order (`flag` is left to the
-        read of their rows that follows).
+        """The rows (id, workflow, concurrency_key, rate_limit_key, and `flag`'s value with a
+        `flag`), locked (FOR UPDATE SKIP LOCKED), in claim order.
 
         The claim index holds the finished instances too here (no partial indexes; wake_at NULL
         sorts first), so a scan in claim order would walk them all. Instead: the distinct
@@ -181,8 +181,22 @@ class MySQLBackend(Backend):
         claim order. Claims under limits pass over the full workflows and
         keys with `where`.
         """
+        columns = ", workflow, concurrency_key, rate_limit_key"
+        if flag is not None:
+            columns += f", {flag[0]} AS full_key"
+        selected = (columns, flag[1] if flag is not None else [])
         with self.connection.cursor() as cursor:
-            return self._candidates(cursor, now, limit, workflows, where, queues)
+            return self._candidates(cursor, now, limit, workflows, where, queues, selected=selected)
+
+    def lease(self, ids: list[str], *, token: str, owner: str, lease_until: Any, now: Any) -> Any:
+        """One round trip, in the claim's transaction: the lease of the candidates a claim under
+        limits picked, the last signal id and the leased rows (fast_claim's statements)."""
+        with self.connection.cursor() as cursor:
+            found = mysql_batches.results(
+                cursor, self._lease_statements(ids, token, owner, now, lease_until)
+            )
+        last = int(found[1][0][0])
+        return mysql_batches.instances(self.connection, self.alias, found[2]), last
 
     def _candidates(
         self,
@@ -193,13 +207,16 @@ class MySQLBackend(Backend):
         where: tuple[str, list[Any]] = ("", []),
         queues: list[str] | None = None,
         begin: list[Statement] | None = None,
-    ) -> list[str]:
+        selected: tuple[str, list[Any]] | None = None,
+    ) -> list[Any]:
         """The candidates' ids, in two round trips at the first priority: the priorities
         (after the statements `begin`, in the same batch) with the scans of priority 0, the
         lowest there can be, found or not (a scan of a priority without rows reads nothing and
         locks nothing); then one more for each further priority, all of its ranges' scans
-        together."""
+        together. With `selected` (more columns' SQL, after the id, and their parameters): the
+        rows from the id on, rather than the ids."""
         table = WorkflowInstance._meta.db_table
+        more, more_params = selected or ("", [])
         pairs = " OR ".join("(workflow = %s AND version = %s)" for _ in workflows)
         adapt = self.connection.ops.adapt_datetimefield_value
         index, queue_sql = (
@@ -224,14 +241,21 @@ class MySQLBackend(Backend):
             statements: list[Statement] = []
             for queue in of_queues:
                 for lease, lease_params in leases:
-                    params: list[Any] = [priority, *lease_params, adapt(_EARLIEST), adapt(now)]
+                    params: list[Any] = [
+                        *more_params,
+                        priority,
+                        *lease_params,
+                        adapt(_EARLIEST),
+                        adapt(now),
+                    ]
                     if queue is not None:
                         params.append(queue)
                     for name, version in workflows:
                         params += [name, version]
                     statements.append(
                         (
-                            f"SELECT wake_at, created_at, id FROM {table} FORCE INDEX ({index}) "
+                            f"SELECT wake_at, created_at, id{more} FROM {table} "
+                            f"FORCE INDEX ({index}) "
                             f"WHERE priority = %s AND {lease} AND wake_at >= %s "
                             f"AND wake_at <= %s {queue_sql}AND ({pairs}) "
                             f"{'AND ' + where[0] if where[0] else ''} "
@@ -262,7 +286,7 @@ class MySQLBackend(Backend):
         first = [row for rows in found[len(begin) + 1 :] for row in rows]
         if first:
             ranges.setdefault(0, asked)  # committed after the priorities' read
-        ids: list[str] = []
+        ids: list[Any] = []
         for priority, of_queues in sorted(ranges.items()):
             if priority == 0:
                 rows = first
@@ -271,8 +295,10 @@ class MySQLBackend(Backend):
                 rows = [row for rows in mysql_batches.results(cursor, batch) for row in rows]
             # One queue's range is in claim order already; several are merged (the rows left
             # over stay locked until the claim's transaction ends, and are not leased).
-            rows.sort()
-            ids += [row[2] for row in rows[: limit - len(ids)]]
+            rows.sort(key=lambda row: row[:3])
+            ids += [
+                row[2] if selected is None else tuple(row[2:]) for row in rows[: limit - len(ids)]
+            ]
             if len(ids) >= limit:
                 break
         return ids
