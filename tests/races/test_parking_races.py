@@ -220,6 +220,40 @@ def test_a_claim_parks_nothing_behind_a_release_in_flight(keyed, stage):
     assert parked() == []
 
 
+def test_a_key_of_two_slots_is_parked_only_with_both_holders_rows_locked(define):
+    """Two slots, both taken: one holder's release is in flight (its row locked, its lease
+    ended, uncommitted), the other's lease runs on. The claim can lock one holder's row of
+    two: the key is not parked (its in-flight release has already looked for parked
+    instances), and once that release commits the next claim leases the waiting instance."""
+    needs_row_locks()
+
+    @define("park-two", concurrency=Concurrency(limit=2, key=lambda input: input["k"]))
+    def park_two(ctx, input):
+        return None
+
+    for n in range(1, 4):
+        wf.start("park-two", {"k": "a"}, id=f"a-{n}")
+    assert claim_ids(["park-two"], limit=5) == ["a-1", "a-2"]
+    in_flight, go_on = threading.Event(), threading.Event()
+
+    def release_held_open() -> None:
+        with transaction.atomic():
+            release("a-2")
+            in_flight.set()
+            assert go_on.wait(30)
+
+    releasing = Running(release_held_open, "release")
+    try:
+        assert in_flight.wait(30)
+        assert claim_ids(["park-two"], limit=5) == []
+        assert parked() == []
+    finally:
+        go_on.set()
+        releasing.join()
+    assert claim_ids(["park-two"], limit=5) == ["a-3"]
+    assert parked() == []
+
+
 def test_a_claim_that_parks_after_the_release_committed_parks_nothing(keyed):
     """The other order: the release commits first, the claim then sees a key with a free slot
     and leases the waiting instance itself."""
