@@ -351,3 +351,50 @@ def test_a_lapsed_lease_puts_its_keys_parked_back_at_the_next_claim(keyed, workf
     assert parked() == []
     release("a-2")
     assert claim() == ["a-1"]  # the lapsed holder, again
+
+
+# -- a lease that ends without its holder's release ----------------------------------------------
+
+
+def test_a_forced_delete_of_the_holder_puts_its_keys_parked_back(keyed):
+    """delete(force=True) of a running instance ends its lease without a release (its worker
+    finds the row gone at its next write) and leaves no lapsed lease behind: the delete itself
+    must put back its key's parked instances, or they would wait for a lease that no longer
+    exists."""
+    wf.start("park-race", {"k": "a"}, id="a-1")
+    wf.start("park-race", {"k": "a"}, id="a-2")
+    assert claim() == ["a-1"]
+    assert claim() == []
+    assert parked() == ["a-2"]
+    assert wf.delete("a-1", force=True)
+    assert parked() == []
+    assert claim() == ["a-2"]
+
+
+def test_a_forced_delete_waits_for_the_claim_that_parked_its_key(keyed):
+    """The forced delete of the holder comes while a claim that parked behind it holds its
+    transaction open: the delete waits for the holder's row, then sees the parked instance
+    and puts it back."""
+    wf.start("park-race", {"k": "a"}, id="a-1")
+    wf.start("park-race", {"k": "a"}, id="a-2")
+    assert claim() == ["a-1"]
+    has_parked, go_on = threading.Event(), threading.Event()
+
+    def claim_held_open() -> list[str]:
+        with transaction.atomic():
+            got = claim()
+            has_parked.set()
+            assert go_on.wait(30)
+        return got
+
+    claiming = Running(claim_held_open, "claim")
+    try:
+        assert has_parked.wait(30)
+        deleting = Running(lambda: wf.delete("a-1", force=True), "delete")
+        waits_for_a_lock(deleting)
+    finally:
+        go_on.set()
+    assert claiming.join() == []
+    assert deleting.join() is True
+    assert parked() == []
+    assert claim() == ["a-2"]
