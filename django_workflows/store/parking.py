@@ -71,9 +71,7 @@ def full_keys(
     return {(w, k) for w, k, n in live if n >= per_key[w]}
 
 
-def park(
-    using: str, now: datetime, rows: list[Keyed], per_key: dict[str, int]
-) -> int:
+def park(using: str, now: datetime, rows: list[Keyed], per_key: dict[str, int]) -> int:
     """Inside a claim's transaction, under its concurrency locks: park the instances of `rows`
     (passed over: their keys were full) that no lease holds, where this transaction can lock
     the row of every live lease that fills their key. Returns how many it parked."""

@@ -9,7 +9,6 @@ from django.db import connection
 
 import django_workflows as wf
 from django_workflows import Concurrency, RateLimit
-from django_workflows.models import WorkflowInstance
 from django_workflows.registry import registry
 from tests.helpers import claim_ids, end_leases
 

@@ -48,7 +48,9 @@ def due_ranges(
     for n, queue in enumerate(queues or [None]):
         for name, lapsed in ((f"f{n}", False), (f"l{n}", True)):
             lease, order = (
-                ("lease_until < %s", ORDER) if lapsed else ("lease_until IS NULL AND NOT parked", FREE_ORDER)
+                ("lease_until < %s", ORDER)
+                if lapsed
+                else ("lease_until IS NULL AND NOT parked", FREE_ORDER)
             )
             params += [now, now] if lapsed else [now]
             if queue is not None:
