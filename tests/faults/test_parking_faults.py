@@ -151,3 +151,30 @@ def test_an_interrupted_claim_leaves_nothing_parked(keyed, fault):
     release("a-1")
     assert parked() == []
     assert claim_ids(["park-rated"], limit=5) == ["a-2"]
+
+
+@pytest.mark.parametrize("fault", FAULTS)
+def test_an_interrupted_claim_leaves_a_lapsed_keys_parked_for_the_next_claim(
+    keyed, workflow_clock, fault
+):
+    """The holder's lease lapsed; a claim puts back its key's parked instances and waits for
+    the row of one of them (the test holds it): interrupted there, none is put back (all or
+    nothing with the claim), and the next claim puts them back and leases the first."""
+    wf.start("park-fault", {"k": "a"}, id="a-1", priority=9)
+    assert claim_ids(["park-fault"], limit=5) == ["a-1"]
+    wf.start("park-fault", {"k": "a"}, id="a-2", priority=1)
+    wf.start("park-fault", {"k": "a"}, id="a-3", priority=2)
+    assert claim_ids(["park-fault"], limit=5) == []
+    assert parked() == ["a-2", "a-3"]
+    held = lease_of("a-1")
+    workflow_clock.advance("31s")  # the 30 s lease lapsed
+    with transaction.atomic():
+        WorkflowInstance.objects.select_for_update().get(pk="a-3")
+        claiming = Running(lambda: claim_ids(["park-fault"], limit=5), "claim")
+        interrupt_the_lock_waiter(fault)
+        error = claiming.join()
+    assert isinstance(error, Error), error
+    assert parked() == ["a-2", "a-3"]
+    assert lease_of("a-1") == held
+    assert claim_ids(["park-fault"], limit=5) == ["a-2"]
+    assert parked() == []

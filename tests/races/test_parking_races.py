@@ -124,31 +124,36 @@ def needs_row_locks() -> None:
 # -- real workers ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("round", range(3))
-def test_real_workers_drain_every_keys_instances_one_at_a_time_and_leave_none_parked(define, round):
+@pytest.mark.parametrize(
+    ("slots", "round"), [(1, 0), (1, 1), (1, 2), (2, 0), (2, 1)], ids=lambda value: str(value)
+)
+def test_real_workers_drain_every_keys_instances_within_its_slots_and_leave_none_parked(
+    define, slots, round
+):
     """Workers claim, park, run and release many instances of a few keys at once, each claim
-    racing the others' releases: every instance completes, never two of one key at once, and
-    no row is left parked. A parked instance whose release came before its park, or that its
-    key's release did not see, would stay parked for good (the workers' leases are renewed,
-    none lapses): the drain would never end. Three rounds, so the interleavings vary; each
-    instance sleeps once between two steps, so it releases its slot twice."""
+    racing the others' releases: every instance completes, never more of one key at once than
+    its slots, and no row is left parked. A parked instance whose release came before its park,
+    or that its key's release did not see, would stay parked for good (the workers' leases are
+    renewed, none lapses): the drain would never end. Several rounds, so the interleavings
+    vary; each instance sleeps once between two steps, so it releases its slot twice. With two
+    slots a key is parked only with both holders' rows locked."""
     keys, per_key = (8, 6) if connection.vendor != "sqlite" else (4, 4)
     lock = threading.Lock()
-    running: set[str] = set()
+    running: Counter[str] = Counter()
     overlaps: list[str] = []
     ran: Counter[str] = Counter()
 
     def work(key: str) -> None:
         with lock:
-            if key in running:
+            running[key] += 1
+            if running[key] > slots:
                 overlaps.append(key)
-            running.add(key)
         time.sleep(random.uniform(0.001, 0.02))
         with lock:
-            running.discard(key)
+            running[key] -= 1
             ran[key] += 1
 
-    @define("park-drain", concurrency=Concurrency(limit=1, key=lambda input: input["k"]))
+    @define("park-drain", concurrency=Concurrency(limit=slots, key=lambda input: input["k"]))
     def park_drain(ctx, input):
         ctx.step("first", lambda step: work(input["k"]))
         ctx.sleep("nap", "10ms")
