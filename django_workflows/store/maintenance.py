@@ -23,7 +23,7 @@ from ..models import (
     Wait,
     WorkflowInstance,
 )
-from . import payloads
+from . import parking, payloads
 from .backends import backend
 from .deadlocks import retries_deadlocks
 
@@ -91,19 +91,25 @@ def reopen(using: str, id: str, change: Reopen, *, keep_deadline: Any) -> bool:
 
 def delete_instance(using: str, id: str, statuses: list[str]) -> str | None:
     """Delete the instance with its journal and waits if its status is one of `statuses`;
-    the status it had, or None. A worker holding its lease finds it gone at its next write."""
+    the status it had, or None. A worker holding its lease finds it gone at its next write.
+
+    A leased instance's lease ends here, with no release to come and no lapsed lease left
+    behind: its key's parked instances are put back, under its row's lock (store/parking.py)."""
     with transaction.atomic(using=using):
         backend(using).take_write_lock()
-        status = (
+        found = (
             WorkflowInstance.objects.using(using)
             .select_for_update()
             .filter(pk=id, status__in=statuses)
-            .values_list("status", flat=True)
+            .values_list("status", "workflow", "concurrency_key", "lease_until")
             .first()
         )
-        if status is None:
+        if found is None:
             return None
+        status, workflow, key, lease_until = found
         _delete(using, [id])
+        if key is not None and lease_until is not None:
+            parking.unpark_key(using, workflow, key)
         return status
 
 
