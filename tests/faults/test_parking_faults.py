@@ -78,7 +78,7 @@ def release(id: str) -> None:
         release=store.Release(
             wake_at=None, waits=[], signal_cursor=row.signal_cursor, had_waits=False
         ),
-        keyed=row.concurrency_key is not None,
+        unpark=store.parked_by(row),
     )
     assert store.write("default", id, row.lease_token, write) is not None, f"{id}: lease gone"
 

@@ -67,7 +67,7 @@ def claim(limit: int = 10) -> list[str]:
 
 
 def release(id: str) -> None:
-    """The lease holder's release of `id` by the engine's own write (store.write: the ORM path,
+    """The lease holder's release of `id` by the engine's own write (store.write: the fast write,
     which locks the row, ends the lease and puts back the key's parked instances)."""
     row = WorkflowInstance.objects.get(pk=id)
     write = store.InstanceWrite(
@@ -76,7 +76,7 @@ def release(id: str) -> None:
         release=store.Release(
             wake_at=None, waits=[], signal_cursor=row.signal_cursor, had_waits=False
         ),
-        keyed=row.concurrency_key is not None,
+        unpark=store.parked_by(row),
     )
     assert store.write("default", id, row.lease_token, write) is not None, f"{id}: lease gone"
 
