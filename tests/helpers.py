@@ -88,3 +88,23 @@ def end_leases(ids: list[str], **changes: Any) -> None:
         for workflow, key in sorted(keys, key=str):
             if key is not None:
                 parking.unpark_key("default", workflow, key)
+
+
+def release_as_holder(id: str) -> None:
+    """The lease holder's release of `id` by the engine's own write (store.write, the fast
+    write where there is one): it locks the row, ends the lease and puts back the instances
+    parked for its key, in one transaction."""
+    from django_workflows import clock
+    from django_workflows.models import WorkflowInstance
+    from django_workflows.store import instances as store
+
+    row = WorkflowInstance.objects.get(pk=id)
+    write = store.InstanceWrite(
+        now=clock.now(),
+        changes={"status": "completed"},
+        release=store.Release(
+            wake_at=None, waits=[], signal_cursor=row.signal_cursor, had_waits=False
+        ),
+        unpark=store.parked_by(row),
+    )
+    assert store.write("default", id, row.lease_token, write) is not None, f"{id}: lease gone"

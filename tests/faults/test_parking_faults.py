@@ -16,10 +16,9 @@ import pytest
 from django.db import Error, connection, transaction
 
 import django_workflows as wf
-from django_workflows import Concurrency, RateLimit, clock
+from django_workflows import Concurrency, RateLimit
 from django_workflows.models import RateLimitWindow, WorkflowInstance
-from django_workflows.store import instances as store
-from tests.helpers import claim_ids
+from tests.helpers import claim_ids, release_as_holder
 
 from .conftest import interrupt_the_lock_waiter
 
@@ -68,21 +67,6 @@ def keyed(define):
         return None
 
 
-def release(id: str) -> None:
-    """The lease holder's release of `id` by the engine's own write (store.write): it locks the
-    row, ends the lease, then puts back the key's parked instances."""
-    row = WorkflowInstance.objects.get(pk=id)
-    write = store.InstanceWrite(
-        now=clock.now(),
-        changes={"status": "completed"},
-        release=store.Release(
-            wake_at=None, waits=[], signal_cursor=row.signal_cursor, had_waits=False
-        ),
-        unpark=store.parked_by(row),
-    )
-    assert store.write("default", id, row.lease_token, write) is not None, f"{id}: lease gone"
-
-
 def parked() -> list[str]:
     return sorted(WorkflowInstance.objects.filter(parked=True).values_list("id", flat=True))
 
@@ -111,7 +95,7 @@ def test_an_interrupted_release_keeps_its_lease_and_its_keys_parked_until_it_lap
     held = lease_of("a-1")
     with transaction.atomic():
         WorkflowInstance.objects.select_for_update().get(pk="a-2")
-        releasing = Running(lambda: release("a-1"), "release")
+        releasing = Running(lambda: release_as_holder("a-1"), "release")
         interrupt_the_lock_waiter(fault)
         error = releasing.join()
     assert isinstance(error, Error), error
@@ -122,7 +106,7 @@ def test_an_interrupted_release_keeps_its_lease_and_its_keys_parked_until_it_lap
     workflow_clock.advance("31s")  # the 30 s lease lapsed
     assert claim_ids(["park-fault"], limit=5) == ["a-1"]
     assert parked() == []
-    release("a-1")
+    release_as_holder("a-1")
     assert claim_ids(["park-fault"], limit=5) == ["a-2"]
 
 
@@ -148,7 +132,7 @@ def test_an_interrupted_claim_leaves_nothing_parked(keyed, fault):
     assert RateLimitWindow.objects.get(workflow="park-rated").count == 1
     assert claim_ids(["park-rated"], limit=5) == ["b-1"]
     assert parked() == ["a-2"]  # parked now, behind a-1's live lease
-    release("a-1")
+    release_as_holder("a-1")
     assert parked() == []
     assert claim_ids(["park-rated"], limit=5) == ["a-2"]
 

@@ -23,10 +23,9 @@ import pytest
 from django.db import connection, transaction
 
 import django_workflows as wf
-from django_workflows import Concurrency, clock
+from django_workflows import Concurrency
 from django_workflows.models import WorkflowInstance
-from django_workflows.store import instances as store
-from tests.helpers import claim_ids, wait_until, worker_thread
+from tests.helpers import claim_ids, release_as_holder, wait_until, worker_thread
 
 from .conftest import threads_for
 
@@ -64,21 +63,6 @@ class Running:
 def claim(limit: int = 10) -> list[str]:
     """One worker's claim under the registered limits (30 s leases): the ids it leased."""
     return claim_ids(["park-race"], limit=limit)
-
-
-def release(id: str) -> None:
-    """The lease holder's release of `id` by the engine's own write (store.write: the fast write,
-    which locks the row, ends the lease and puts back the key's parked instances)."""
-    row = WorkflowInstance.objects.get(pk=id)
-    write = store.InstanceWrite(
-        now=clock.now(),
-        changes={"status": "completed"},
-        release=store.Release(
-            wake_at=None, waits=[], signal_cursor=row.signal_cursor, had_waits=False
-        ),
-        unpark=store.parked_by(row),
-    )
-    assert store.write("default", id, row.lease_token, write) is not None, f"{id}: lease gone"
 
 
 def parked() -> list[str]:
@@ -207,9 +191,9 @@ def test_a_claim_parks_nothing_behind_a_release_in_flight(keyed, stage):
                 WorkflowInstance.objects.select_for_update().get(pk="a-1")
                 in_flight.set()
                 assert go_on.wait(30)
-                release("a-1")
+                release_as_holder("a-1")
             else:
-                release("a-1")
+                release_as_holder("a-1")
                 in_flight.set()
                 assert go_on.wait(30)
 
@@ -243,7 +227,7 @@ def test_a_key_of_two_slots_is_parked_only_with_both_holders_rows_locked(define)
 
     def release_held_open() -> None:
         with transaction.atomic():
-            release("a-2")
+            release_as_holder("a-2")
             in_flight.set()
             assert go_on.wait(30)
 
@@ -265,7 +249,7 @@ def test_a_claim_that_parks_after_the_release_committed_parks_nothing(keyed):
     wf.start("park-race", {"k": "a"}, id="a-1")
     wf.start("park-race", {"k": "a"}, id="a-2")
     assert claim() == ["a-1"]
-    release("a-1")
+    release_as_holder("a-1")
     assert claim() == ["a-2"]
     assert parked() == []
 
@@ -295,7 +279,7 @@ def test_a_release_waits_for_the_claim_that_parked_its_key_and_puts_the_parked_b
     claiming = Running(claim_held_open, "claim")
     try:
         assert has_parked.wait(30)
-        releasing = Running(lambda: release("a-1"), "release")
+        releasing = Running(lambda: release_as_holder("a-1"), "release")
         waits_for_a_lock(releasing)
         assert parked() == []  # the park is not committed yet
     finally:
@@ -324,7 +308,7 @@ def test_many_claims_racing_one_release_leave_the_waiting_instance_claimable(key
     def release_after_the_barrier() -> None:
         start.wait(30)
         time.sleep(random.uniform(0, 0.02))
-        release("a-1")
+        release_as_holder("a-1")
 
     runners = [Running(claim_after_the_barrier, f"claim-{i}") for i in range(4)]
     runners.append(Running(release_after_the_barrier, "release"))
@@ -354,7 +338,7 @@ def test_a_lapsed_lease_puts_its_keys_parked_back_at_the_next_claim(keyed, workf
     workflow_clock.advance("2s")  # the 30 s lease lapsed
     assert claim() == ["a-2"]
     assert parked() == []
-    release("a-2")
+    release_as_holder("a-2")
     assert claim() == ["a-1"]  # the lapsed holder, again
 
 
