@@ -17,15 +17,20 @@ class DueIndex(models.Index):
     leases from it). Where there are no partial indexes it changes nothing: the columns put
     lease_until in the range instead (see store/due.py).
 
-    `unparked`: keep the parked instances out too (store/parking.py): in the partial predicate
-    where there is one, else as a column after the first (the priority, or the queue and the
-    priority), where a claim's `parked = 0` keeps the range's order."""
+    `unparked`: keep the parked instances out of a claim's range too (store/parking.py):
+    "predicate" in the partial predicate where there is one, else as a column after the
+    priority, where a claim's `parked = 0` keeps the range's order; "column" as that column
+    everywhere (the index then still holds the parked, for a loose scan of its first column)."""
 
     def __init__(
-        self, *args: Any, lease: str = "any", unparked: bool = False, **kwargs: Any
+        self, *args: Any, lease: str = "any", unparked: str | None = None, **kwargs: Any
     ) -> None:
         if lease not in ("any", "free", "held"):
             raise ValueError(f"DueIndex lease must be 'any', 'free' or 'held', not {lease!r}")
+        if unparked not in (None, "predicate", "column"):
+            raise ValueError(
+                f"DueIndex unparked must be None, 'predicate' or 'column', not {unparked!r}"
+            )
         super().__init__(*args, **kwargs)
         self.lease = lease
         self.unparked = unparked
@@ -34,14 +39,14 @@ class DueIndex(models.Index):
         path, args, kwargs = super().deconstruct()
         if self.lease != "any":
             kwargs["lease"] = self.lease
-        if self.unparked:
-            kwargs["unparked"] = True
+        if self.unparked is not None:
+            kwargs["unparked"] = self.unparked
         return path, args, kwargs
 
     def create_sql(self, model: Any, schema_editor: Any, using: str = "", **kwargs: Any) -> Any:
         partial = schema_editor.connection.features.supports_partial_indexes
         index: models.Index = self
-        if self.unparked and not partial:
+        if self.unparked == "column" or (self.unparked and not partial):
             priority = self.fields.index("priority") + 1
             index = models.Index(
                 fields=[*self.fields[:priority], "parked", *self.fields[priority:]],
@@ -54,7 +59,7 @@ class DueIndex(models.Index):
             if self.lease != "any":
                 lease = schema_editor.quote_name(model._meta.get_field("lease_until").column)
                 condition += f" AND {lease} IS {'' if self.lease == 'free' else 'NOT '}NULL"
-            if self.unparked:
+            if self.unparked == "predicate":
                 parked = schema_editor.quote_name(model._meta.get_field("parked").column)
                 condition += f" AND NOT {parked}"
             statement.parts["condition"] = condition  # type: ignore[assignment]

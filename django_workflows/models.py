@@ -133,15 +133,16 @@ class WorkflowInstance(models.Model):
                 fields=["priority", "lease_until", "wake_at", "created_at"],
                 name="dw_instance_due",
                 lease="free",
-                unparked=True,
+                unparked="predicate",
             ),
             # Claims of a worker started with --queue: the same order within one queue (a claim
-            # from several queues reads one range per queue and merges them).
+            # from several queues reads one range per queue and merges them). The parked are a
+            # column here, not out of it: the admin's list of queues reads its first column.
             DueIndex(
                 fields=["queue", "priority", "lease_until", "wake_at", "created_at"],
                 name="dw_instance_queue_due",
                 lease="free",
-                unparked=True,
+                unparked="column",
             ),
             # The leased instances with a wake time, by lease end: the claims' lapsed leases
             # (a plain index on lease_until on MySQL and MariaDB, where nothing reads it).

@@ -27,11 +27,11 @@ class Migration(migrations.Migration):
         ),
         migrations.AddIndex(
             model_name='workflowinstance',
-            index=django_workflows.models.DueIndex(fields=['priority', 'lease_until', 'wake_at', 'created_at'], lease='free', name='dw_instance_due', unparked=True),
+            index=django_workflows.models.DueIndex(fields=['priority', 'lease_until', 'wake_at', 'created_at'], lease='free', name='dw_instance_due', unparked='predicate'),
         ),
         migrations.AddIndex(
             model_name='workflowinstance',
-            index=django_workflows.models.DueIndex(fields=['queue', 'priority', 'lease_until', 'wake_at', 'created_at'], lease='free', name='dw_instance_queue_due', unparked=True),
+            index=django_workflows.models.DueIndex(fields=['queue', 'priority', 'lease_until', 'wake_at', 'created_at'], lease='free', name='dw_instance_queue_due', unparked='column'),
         ),
         migrations.AddIndex(
             model_name='workflowinstance',

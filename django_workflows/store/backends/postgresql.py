@@ -184,19 +184,17 @@ class PostgreSQLBackend(Backend):
     def listed_queues(self, limit: int) -> list[str]:
         """A loose index scan, written out (PostgreSQL has none of its own): the next queue
         after the last one found, one seek each in the partial index dw_instance_queue_due,
-        rather than a DISTINCT that reads every entry of the index. That index holds no leased
-        and no parked instance: the queues of those come from dw_instance_leased (the instances
-        that run) and dw_instance_parked."""
+        rather than a DISTINCT that reads every entry of the index (which holds the parked
+        instances too, in a column of their own). It holds no leased instance: the queues of
+        those come from dw_instance_leased (the instances that run)."""
         table = WorkflowInstance._meta.db_table
-        waiting = f"FROM {table} WHERE wake_at IS NOT NULL AND lease_until IS NULL AND NOT parked"
+        waiting = f"FROM {table} WHERE wake_at IS NOT NULL AND lease_until IS NULL"
         sql = (
             f"WITH RECURSIVE q(queue) AS (SELECT MIN(queue) {waiting} UNION ALL "
             f"SELECT (SELECT MIN(queue) {waiting} AND queue > q.queue) FROM q "
             f"WHERE q.queue IS NOT NULL) SELECT queue FROM q WHERE queue IS NOT NULL UNION "
             f"SELECT DISTINCT queue FROM {table} WHERE wake_at IS NOT NULL "
-            f"AND lease_until IS NOT NULL UNION "
-            f"SELECT DISTINCT queue FROM {table} WHERE parked AND wake_at IS NOT NULL "
-            f"ORDER BY queue LIMIT %s"
+            f"AND lease_until IS NOT NULL ORDER BY queue LIMIT %s"
         )
         with self.connection.cursor() as cursor:
             cursor.execute(sql, [limit])
