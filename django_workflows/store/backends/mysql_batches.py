@@ -23,7 +23,7 @@ from django.db import DatabaseError
 from django.db.models.sql import Query
 
 from ...models import JournalEntry, WorkflowInstance
-from .writes import UNSET, unpark_statement
+from .writes import UNSET
 
 if TYPE_CHECKING:
     from ..instances import InstanceWrite
@@ -92,11 +92,18 @@ def write_statements(
                 select_params,
             )
         )
-    # Whether this write holds the lease, kept for the put-back of parked instances, which runs
-    # after the UPDATE below has cleared the lease token (store/parking.py).
-    unpark = unpark_statement(write, "parked = 1 AND @dw_held = 1")
-    if unpark is not None:
-        statements.append((f"SELECT COUNT(*) INTO @dw_held FROM {table} WHERE {held}", [id, token]))
+    # The put-back of the parked instances of a released key (store/parking.py), while the
+    # lease token still names the holder: joined to the holder's row (the same table in a
+    # subquery of an UPDATE is refused here, a join is not).
+    if write.release is not None and write.unpark is not None:
+        statements.append(
+            (
+                f"UPDATE {table} AS p JOIN {table} AS h ON h.id = %s AND h.lease_token = %s "
+                f"SET p.parked = 0 WHERE p.workflow = %s AND p.concurrency_key = %s "
+                f"AND p.parked = 1",
+                [id, token, *write.unpark],
+            )
+        )
     sets: list[str] = []
     values: list[Any] = []
     if wake_at is not UNSET:
@@ -112,8 +119,6 @@ def write_statements(
         statements.append(
             (f"UPDATE {table} SET {', '.join(sets)} WHERE {held}", [*values, id, token])
         )
-    if unpark is not None:
-        statements.append(unpark)
     return statements
 
 
