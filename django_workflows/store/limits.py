@@ -94,7 +94,8 @@ def pick(
     slots = _free_slots(using, now, concurrency)
     full = _full(using, now, concurrency, rates, slots)
     if full.per_key:
-        parking.unpark_lapsed(using, now, sorted(full.per_key))
+        if parking.unpark_lapsed_due(using, now):
+            parking.unpark_lapsed(using, now, sorted(full.per_key))
     candidates = _candidates(
         using, now=now, limit=limit * SCAN, workflows=workflows, full=full, queues=queues
     )

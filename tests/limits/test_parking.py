@@ -183,3 +183,20 @@ def test_a_claim_parks_more_than_one_scan_holds_and_still_finds_the_free_keys(
         wf.start("keyed", {"k": f"free-{i}"}, id=f"z{i}")
     assert claim("keyed", limit=3) == ["z0", "z1", "z2"]
     assert len(parked()) == 300
+
+
+@pytest.mark.django_db(transaction=True)
+def test_claims_look_for_lapsed_leases_keys_at_most_once_a_second_once_committed():
+    from django.db import transaction
+
+    now = clock.now()
+    with transaction.atomic():
+        assert parking.unpark_lapsed_due("default", now)
+    assert not parking.unpark_lapsed_due("default", now + timedelta(milliseconds=500))
+    with pytest.raises(RuntimeError), transaction.atomic():  # a claim rolled back
+        assert parking.unpark_lapsed_due("default", now + timedelta(seconds=1))
+        raise RuntimeError
+    with transaction.atomic():
+        assert parking.unpark_lapsed_due("default", now + timedelta(seconds=1))
+    assert not parking.unpark_lapsed_due("default", now + timedelta(seconds=1.5))
+    assert parking.unpark_lapsed_due("default", now - timedelta(hours=1))  # a clock set back
