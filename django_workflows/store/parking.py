@@ -11,9 +11,9 @@ while its claim holds the row locks of its key's live leases**, every slot's. Th
 release updates its row, so it waits for the claim to commit, and then, in the release's own
 transaction, puts back the parked instances of its key (`unpark_key`), which it now sees. A
 release that holds its row first is skipped (SKIP LOCKED) by the claim, whose key then does
-not count as full for parking. A lease that lapses without a release holds no slot: each claim
-under limits first puts back the parked instances of the keys whose lease lapsed
-(`unpark_lapsed`).
+not count as full for parking. A lease that lapses without a release holds no slot: claims
+under limits put back the parked instances of the keys whose lease lapsed (`unpark_lapsed`, at
+most once a second per process).
 """
 
 from __future__ import annotations
