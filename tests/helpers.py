@@ -83,8 +83,10 @@ def end_leases(ids: list[str], **changes: Any) -> None:
 
     with transaction.atomic():
         rows = WorkflowInstance.objects.filter(pk__in=ids)
-        keys = set(rows.select_for_update().values_list("workflow", "concurrency_key"))
+        # The UPDATE first: on SQLite under Django 4.2 (DEFERRED transactions) a read first
+        # would take a shared lock that the UPDATE cannot upgrade while another thread writes.
         rows.update(lease_token=None, lease_until=None, **changes)
+        keys = set(rows.values_list("workflow", "concurrency_key"))
         for workflow, key in sorted(keys, key=str):
             if key is not None:
                 parking.unpark_key("default", workflow, key)
