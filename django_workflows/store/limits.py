@@ -30,9 +30,11 @@ from . import parking
 from .backends import backend
 
 SCAN = 20  # candidates read per slot asked for: room for the ones passed over
-# Under a key's limit the scan returns the full keys' instances too: they are parked, and while
-# they left too few the scan runs again, GROWTH times larger, up to LARGEST rows (the statements
-# then carry as many ids).
+# Under a key's limit the scan starts at FIRST rows per slot asked for: it returns the full
+# keys' instances too, which are parked, and while too few are left it runs again, GROWTH times
+# larger, up to SCAN rows per slot, and up to LARGEST rows while it parks (the statements then
+# carry as many ids).
+FIRST = 2
 GROWTH = 4
 LARGEST = 10_000
 LIVE = (Status.RUNNING, Status.COMPENSATING)  # the statuses of an instance with a live lease
@@ -68,7 +70,7 @@ class Candidate:
     workflow: str
     concurrency_key: str | None
     rate_limit_key: str | None
-    # Whether its key had every slot taken, where the scan's statement said (else None).
+    # Whether its key had every slot taken (the scan's flag under a key's limit, else None).
     full: bool | None = None
 
 
@@ -97,7 +99,13 @@ def pick(
         if parking.unpark_lapsed_due(using, now):
             parking.unpark_lapsed(using, now, sorted(full.per_key))
     candidates = _candidates(
-        using, now=now, limit=limit * SCAN, workflows=workflows, full=full, queues=queues
+        using,
+        now=now,
+        limit=limit,
+        workflows=workflows,
+        full=full,
+        rated=bool(rates),
+        queues=queues,
     )
     if not candidates:
         return []
@@ -124,8 +132,8 @@ def pick(
 class Full:
     """What has no room at all: whole workflows, keys of a workflow (by column), and the
     workflows whose concurrency keys have `per_key` slots each, of which the keys with every
-    slot taken by a live lease (as of `now`) are full too: those are found among the scan's
-    rows (parking.full_keys), whose instances are then parked, not filtered in the scan."""
+    slot taken by a live lease (as of `now`) are full too: the scan's rows say which of theirs
+    are (parking.full_key_sql), and those instances are parked, not filtered in the scan."""
 
     workflows: set[str]
     keys: dict[tuple[str, str], set[str]]  # (workflow, "concurrency_key" | "rate_limit_key")
@@ -188,28 +196,50 @@ def _candidates(
     limit: int,
     workflows: list[tuple[str, int]],
     full: Full,
+    rated: bool,
     queues: list[str] | None = None,
 ) -> list[Candidate]:
-    """Up to `limit` due instances with room, in claim order, locked, skipping those another
-    claim holds. Under a key's limit the scan's rows include the full keys' instances: those
-    are parked and left out, and while they left fewer than `limit` the scan runs again, larger
-    (the ones parked are out of its range now): every round parks some, or it is the last."""
-    size = limit
+    """Due instances with room for a claim of `limit`, in claim order, locked, skipping those
+    another claim holds: `limit` * SCAN of them, read at once.
+
+    Under a key's limit (and no rate limit) the scan starts at `limit` * FIRST rows, whose
+    flags say which keys are full: their instances are parked and left out. While the rows left
+    hold fewer than `limit` a claim may lease (a key's first `per_key`), the scan runs again,
+    GROWTH times larger: up to `limit` * SCAN rows, and on up to LARGEST while each round parks
+    some (the ones parked are out of its range now)."""
+    if not full.per_key:
+        return _scan(
+            using, now=now, limit=limit * SCAN, workflows=workflows, full=full, queues=queues
+        )
+    size = limit * (SCAN if rated else FIRST)
     while True:
         rows = _scan(using, now=now, limit=size, workflows=workflows, full=full, queues=queues)
-        if not full.per_key:
-            return rows
-        taken: set[tuple[str, str | None]]
-        if all(c.full is not None for c in rows):
-            taken = {(c.workflow, c.concurrency_key) for c in rows if c.full}
-        else:
-            taken = parking.full_keys(using, now, rows, full.per_key)
-        kept = [c for c in rows if (c.workflow, c.concurrency_key) not in taken]
-        passed = [c for c in rows if (c.workflow, c.concurrency_key) in taken]
+        passed = [c for c in rows if c.full]
+        kept = [c for c in rows if not c.full]
         parked = parking.park(using, now, passed, full.per_key) if passed else 0
-        if len(kept) >= limit or len(rows) < size or not parked:
-            return kept[:limit]
-        size = min(size * GROWTH, max(LARGEST, limit))
+        if _leasable(kept, full.per_key) >= limit or len(rows) < size:
+            return kept
+        if parked:
+            size = min(size * GROWTH, max(LARGEST, limit * SCAN))
+        elif size < limit * SCAN:
+            size = min(size * GROWTH, limit * SCAN)
+        else:
+            return kept
+
+
+def _leasable(rows: list[Candidate], per_key: dict[str, int]) -> int:
+    """How many of `rows` (none of a full key) a claim could lease by their concurrency keys:
+    each key's first `per_key`."""
+    taken: Counter[tuple[str, str]] = Counter()
+    count = 0
+    for c in rows:
+        slots = per_key.get(c.workflow)
+        if slots is not None and c.concurrency_key is not None:
+            if taken[(c.workflow, c.concurrency_key)] >= slots:
+                continue
+            taken[(c.workflow, c.concurrency_key)] += 1
+        count += 1
+    return count
 
 
 def _scan(
@@ -222,37 +252,27 @@ def _scan(
     queues: list[str] | None = None,
 ) -> list[Candidate]:
     """The first `limit` due instances not filtered out by `full`, in claim order, locked,
-    each with whether its key is full where the database said it with them."""
+    each with whether its key is full (under a key's limit: the flag's SQL, read with them)."""
     adapt = connections[using].ops.adapt_datetimefield_value
     flag = parking.full_key_sql(full.per_key, now, adapt) if full.per_key else None
-    ids = backend(using).claim_candidates(
+    rows = backend(using).claim_candidates(
         now=now, limit=limit, workflows=workflows, where=full.sql(), queues=queues, flag=flag
     )
-    of_workflows = functools.reduce(
-        operator.or_, (Q(workflow=name, version=version) for name, version in workflows)
-    )
-    rows = WorkflowInstance.objects.using(using)
-    if ids is NotImplemented:
-        query = rows.filter(of_workflows, full.q())
+    if rows is NotImplemented:
+        of_workflows = functools.reduce(
+            operator.or_, (Q(workflow=name, version=version) for name, version in workflows)
+        )
+        query = WorkflowInstance.objects.using(using).filter(of_workflows, full.q())
         if queues is not None:
             query = query.filter(queue__in=queues)
-        scanned = due_scan.candidates(
-            using,
-            query,
-            now=now,
-            limit=limit,
-            fields=("id", "workflow", "concurrency_key", "rate_limit_key"),
-            lock=backend(using).has_skip_locked,
+        fields: tuple[str, ...] = ("id", "workflow", "concurrency_key", "rate_limit_key")
+        if flag is not None:
+            query = query.annotate(full_key=RawSQL(*flag, output_field=BooleanField()))
+            fields += ("full_key",)
+        rows = due_scan.candidates(
+            using, query, now=now, limit=limit, fields=fields, lock=backend(using).has_skip_locked
         )
-        return [Candidate(*row) for row in scanned]
-    if ids and isinstance(ids[0], tuple):  # the rows themselves
-        return [Candidate(*row) for row in ids]
-    fields = ["id", "workflow", "concurrency_key", "rate_limit_key"]
-    if flag is not None:  # read with the rows: no statement of its own
-        rows = rows.annotate(full_key=RawSQL(*flag, output_field=BooleanField()))
-        fields.append("full_key")
-    found = {row[0]: Candidate(*row) for row in rows.filter(pk__in=ids).values_list(*fields)}
-    return [found[id] for id in ids if id in found]
+    return [Candidate(*row) for row in rows]
 
 
 def _free_slots(

@@ -86,43 +86,6 @@ def full_key_sql(per_key: dict[str, int], now: datetime, adapt: Any) -> tuple[st
     return f"({' OR '.join(parts)})", params
 
 
-def full_keys(
-    using: str, now: datetime, rows: Iterable[Keyed], per_key: dict[str, int]
-) -> set[tuple[str, str | None]]:
-    """The (workflow, key) pairs of `rows` whose live leases (as of `now`) take every one of
-    the key's `per_key` slots: one aggregate over dw_instance_live_key."""
-    keys = {
-        (row.workflow, row.concurrency_key)
-        for row in rows
-        if row.workflow in per_key and row.concurrency_key is not None
-    }
-    if not keys:
-        return set()
-    # Written out rather than by the ORM: a claim sends it once per scan, with up to a key per
-    # row of the scan, and compiling that query cost more than running it.
-    by_workflow: dict[str, list[str]] = {}
-    for workflow, key in sorted(keys):
-        by_workflow.setdefault(workflow, []).append(key)
-    connection = connections[using]
-    table = connection.ops.quote_name(WorkflowInstance._meta.db_table)
-    parts: list[str] = []
-    params: list[Any] = []
-    for workflow, of_workflow in by_workflow.items():
-        parts.append(
-            f"(workflow = %s AND concurrency_key IN ({', '.join(['%s'] * len(of_workflow))}))"
-        )
-        params += [workflow, *of_workflow]
-    params.append(connection.ops.adapt_datetimefield_value(now))
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT workflow, concurrency_key, COUNT(*) FROM {table} "
-            f"WHERE ({' OR '.join(parts)}) AND lease_until >= %s "
-            f"GROUP BY workflow, concurrency_key",
-            params,
-        )
-        return {(w, k) for w, k, n in cursor.fetchall() if n >= per_key[w]}
-
-
 def park(using: str, now: datetime, rows: Sequence[Keyed], per_key: dict[str, int]) -> int:
     """Inside a claim's transaction, under its concurrency locks: park the instances of `rows`
     (passed over: their keys were full) that no lease holds, where this transaction can lock
@@ -176,7 +139,7 @@ def unpark_lapsed_due(using: str, now: datetime) -> bool:
 def unpark_lapsed(using: str, now: datetime, workflows: list[str]) -> int:
     """Put back the parked instances of the keys (of `workflows`) whose lease lapsed: a lapsed
     lease holds no slot, and no release of it may ever come. How many."""
-    # Written out, as full_keys: every claim under a key's limit sends it, and most find none.
+    # Written out rather than by the ORM: claims under a key's limit send it, and most find none.
     connection = connections[using]
     table = connection.ops.quote_name(WorkflowInstance._meta.db_table)
     at = connection.ops.adapt_datetimefield_value(now)

@@ -208,9 +208,9 @@ class Backend:
         queues: list[str] | None = None,
         flag: tuple[str, list[Any]] | None = None,
     ) -> Any:
-        """The candidates of a claim under limits, locked, in claim order: their ids, or rows
-        (id, workflow, concurrency_key, rate_limit_key), with `flag`'s value last where the
-        backend evaluates it; NotImplemented where the ORM's query finds them (`where`: a
+        """The candidates of a claim under limits, locked, in claim order: rows (id, workflow,
+        concurrency_key, rate_limit_key), with `flag`'s value last when given; NotImplemented
+        where the ORM's query finds them (`where`: a
         condition's SQL and its parameters; `flag`: a boolean expression's, whether the row's
         key is full; `queues`: only those queues' instances, None for every queue)."""
         return NotImplemented
