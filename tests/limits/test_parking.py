@@ -185,6 +185,19 @@ def test_a_claim_parks_more_than_one_scan_holds_and_still_finds_the_free_keys(
     assert len(parked()) == 300
 
 
+
+def test_one_keys_many_due_instances_ahead_do_not_shrink_a_claim(define, workflow_clock):
+    """Forty of one key come first and none runs, so nothing is full and nothing parks: the
+    claim's first scan (two rows per slot asked for) holds one leasable instance, and it scans
+    again, larger, until it has a slot's worth for each of the ten it was asked for."""
+    keyed(define)
+    for i in range(40):
+        wf.start("keyed", {"k": "busy"}, id=f"b{i:02d}")
+    for i in range(9):
+        wf.start("keyed", {"k": f"other-{i}"}, id=f"o{i}")
+    assert claim("keyed") == ["b00", *(f"o{i}" for i in range(9))]
+    assert parked() == set()
+
 @pytest.mark.django_db(transaction=True)
 def test_claims_look_for_lapsed_leases_keys_at_most_once_a_second_once_committed():
     from django.db import transaction
