@@ -9,8 +9,9 @@ the claim order are unchanged): only the claim index leaves it out.
 The rule that keeps a parked instance from waiting for nothing: **an instance is parked only
 while its claim holds the row locks of its key's live leases**, every slot's. The lease holder's
 release updates its row, so it waits for the claim to commit, and then, in the release's own
-transaction, puts back the parked instances of its key (`unpark_key`), which it now sees. A
-release that holds its row first is skipped (SKIP LOCKED) by the claim, whose key then does
+transaction, puts back the parked instances of its key (`unpark_key`), which it now sees. (A
+put-back that comes when none was due only costs a claim the parking again: MySQL's batched
+write sends it whether or not it still holds the lease.) A release that holds its row first is skipped (SKIP LOCKED) by the claim, whose key then does
 not count as full for parking. A lease that lapses without a release holds no slot: claims
 under limits put back the parked instances of the keys whose lease lapsed (`unpark_lapsed`, at
 most once a second per process).

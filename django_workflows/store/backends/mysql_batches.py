@@ -92,16 +92,18 @@ def write_statements(
                 select_params,
             )
         )
-    # The put-back of the parked instances of a released key (store/parking.py), while the
-    # lease token still names the holder: joined to the holder's row (the same table in a
-    # subquery of an UPDATE is refused here, a join is not).
+    # The put-back of the parked instances of a released key (store/parking.py), after the
+    # row lock's read. Not conditioned on the lease, unlike the other statements: a batch
+    # cannot make it depend on that read, and joining the holder's row to it (the same table
+    # in a subquery of an UPDATE is refused here) cost the server 0.5 ms a release against
+    # 0.13 ms. A write that lost its lease may then put its key's parked back: harmless, the
+    # next claim parks them again while the key is full.
     if write.release is not None and write.unpark is not None:
         statements.append(
             (
-                f"UPDATE {table} AS p JOIN {table} AS h ON h.id = %s AND h.lease_token = %s "
-                f"SET p.parked = 0 WHERE p.workflow = %s AND p.concurrency_key = %s "
-                f"AND p.parked = 1",
-                [id, token, *write.unpark],
+                f"UPDATE {table} SET parked = 0 WHERE workflow = %s AND concurrency_key = %s "
+                f"AND parked = 1",
+                [*write.unpark],
             )
         )
     sets: list[str] = []
