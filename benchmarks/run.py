@@ -192,6 +192,19 @@ def xact_commit(vendor: str) -> int | None:
     return int(row[0])
 
 
+def wal_bytes(vendor: str) -> int | None:
+    """The server's write-ahead log position in bytes (PostgreSQL only): the WAL written
+    between two readings, server-wide (other databases' writes included). What the rows and
+    the index entries each write adds cost the log too."""
+    if vendor != "postgres":
+        return None
+    import psycopg
+
+    with psycopg.connect(**_pg_params("postgres"), autocommit=True) as conn:
+        row = conn.execute("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')").fetchone()
+    return int(row[0])
+
+
 MYSQL_COUNTERS = ("Com_commit", "Handler_commit")
 
 
@@ -423,10 +436,12 @@ def measure(args: argparse.Namespace, env: dict[str, str], processes: int) -> di
         + f"{'in-process Worker' if args.in_process else f'{processes} runworkflows process(es)'}"
     )
     before_start = xact_commit(args.db)
+    wal_before_start = wal_bytes(args.db)
     mysql_before_start = mysql_commits(args.db)
     start_seconds = start_phase(args)
     settle_stats(args.db)
     after_start = xact_commit(args.db)
+    wal_after_start = wal_bytes(args.db)
     mysql_after_start = mysql_commits(args.db)
     print(
         f"start(): {args.workflows} in {start_seconds:.2f}s = "
@@ -449,6 +464,7 @@ def measure(args: argparse.Namespace, env: dict[str, str], processes: int) -> di
         lifetime = time.perf_counter() - launched
     settle_stats(args.db)
     after_drain = xact_commit(args.db)
+    wal_after_drain = wal_bytes(args.db)
     mysql_after_drain = mysql_commits(args.db)
     steps = args.workflows * args.steps
     print(
@@ -485,6 +501,12 @@ def measure(args: argparse.Namespace, env: dict[str, str], processes: int) -> di
                 f"{lifetime:.1f}s at most {timed:.0f} of the drain phase; without them, total "
                 f"{(total - timed) / args.workflows:.2f}/workflow"
             )
+    if wal_before_start is not None and wal_after_start is not None and wal_after_drain:
+        started, drained = wal_after_start - wal_before_start, wal_after_drain - wal_after_start
+        print(
+            f"WAL (server-wide): start phase {started / args.workflows:.0f} bytes/workflow; "
+            f"drain phase {drained / args.workflows:.0f} bytes/workflow"
+        )
     if mysql_before_start and mysql_after_start and mysql_after_drain:
         for name in MYSQL_COUNTERS:
             started = mysql_after_start[name] - mysql_before_start[name]
