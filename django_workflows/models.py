@@ -10,7 +10,7 @@ from django.db import models
 
 from .attributes import ATTRIBUTE_NAME_LENGTH, ATTRIBUTE_TEXT_LENGTH, TAG_LENGTH
 from .definitions import DEFAULT_QUEUE, QUEUE_LENGTH, SCHEDULE_ID_LENGTH
-from .indexes import CoveringIndex, DueIndex, LiveKeyIndex, ParkedIndex
+from .indexes import CoveringIndex, DueIndex, LiveKeyIndex, ParkedIndex, SetIndex
 from .store.backends import backend
 from .subjects import subject_filter
 
@@ -111,8 +111,14 @@ class WorkflowInstance(models.Model):
     forked_from = KeyField(max_length=KEY_LENGTH, null=True, blank=True)
     # The model instance it is about (start(subject=...)): its content type and primary key as
     # text. Deleting that row leaves the instance alone: no database constraint ties them.
+    # Indexed by dw_instance_subject (its first column), not by an index of its own.
     subject_type = models.ForeignKey(
-        ContentType, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        ContentType,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        db_index=False,
     )
     subject_id = KeyField(max_length=KEY_LENGTH, null=True, blank=True)
     subject = GenericForeignKey("subject_type", "subject_id")
@@ -157,10 +163,12 @@ class WorkflowInstance(models.Model):
             ),
             models.Index(fields=["status", "updated_at"], name="dw_instance_status"),
             models.Index(fields=["workflow", "version", "status"], name="dw_instance_workflow"),
-            models.Index(fields=["parent_id"], name="dw_instance_parent"),
-            models.Index(fields=["schedule_id"], name="dw_instance_schedule"),
+            # Children, a schedule's instances, a model's instances: most instances have none
+            # of the three, and are left out of these indexes where that can be done.
+            SetIndex(fields=["parent_id"], name="dw_instance_parent"),
+            SetIndex(fields=["schedule_id"], name="dw_instance_schedule"),
             models.Index(fields=["created_at"], name="dw_instance_created"),
-            models.Index(fields=["subject_type", "subject_id"], name="dw_instance_subject"),
+            SetIndex(fields=["subject_type", "subject_id"], name="dw_instance_subject"),
         ]
         permissions = [
             ("cancel_workflowinstance", "Can cancel workflow instances"),
