@@ -48,7 +48,12 @@ def instances(define: Any) -> None:
     ],
 )
 def test_a_lookup_by_value_reads_the_index(instances: None, lookup: Any, index: str) -> None:
-    found = WorkflowInstance.objects.filter(**lookup)
+    found = WorkflowInstance.objects.filter(**lookup).order_by()
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            # Whether the index can serve the lookup, not whether 400 rows are worth it: the
+            # planner may prefer reading the table, or another index in the model's order.
+            cursor.execute("SET LOCAL enable_seqscan = off")
 
     assert sorted(found.values_list("id", flat=True)) == ["i-1", "i-2"]
     assert index in found.explain()
