@@ -19,6 +19,7 @@ from ...models import Signal, Status, StoreLock, Wait, WorkflowInstance
 from . import mysql_batches, mysql_collations, mysql_deletes
 from .base import Backend, insert
 from .mysql_batches import Statement
+from .rows import InstanceRows
 from .writes import fast_writable, write_changes
 
 if TYPE_CHECKING:
@@ -37,6 +38,10 @@ class MySQLBackend(Backend):
 
     uses_lock_rows = True
     counts_wakeups_after_commit = True  # a counter row lock would last until the caller's commit
+
+    def __init__(self, alias: str) -> None:
+        super().__init__(alias)
+        self.rows = InstanceRows(alias)  # the claim's read-back
 
     @functools.cached_property
     def is_mariadb(self) -> bool:
@@ -196,7 +201,7 @@ class MySQLBackend(Backend):
                 cursor, self._lease_statements(ids, token, owner, now, lease_until)
             )
         last = int(found[1][0][0])
-        return mysql_batches.instances(self.connection, self.alias, found[2]), last
+        return self.rows.instances(self.connection, found[2]), last
 
     def _candidates(
         self,
@@ -389,7 +394,7 @@ class MySQLBackend(Backend):
                     mysql_batches.rollback(cursor)
                 raise
         last = int(found[1][0][0])
-        return mysql_batches.instances(connection, self.alias, found[2]), last
+        return self.rows.instances(connection, found[2]), last
 
     def _lease_statements(
         self, ids: list[str], token: str, owner: str, now: Any, lease_until: Any

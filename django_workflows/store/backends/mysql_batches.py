@@ -20,7 +20,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from django.db import DatabaseError
-from django.db.models.sql import Query
 
 from ...models import JournalEntry, WorkflowInstance
 from .writes import UNSET
@@ -177,15 +176,3 @@ def rollback(cursor: Any) -> None:
         cursor.execute("ROLLBACK")
     except DatabaseError:
         pass  # a lost connection rolled back by itself; the first error says why
-
-
-def instances(connection: Any, alias: str, rows: list[tuple[Any, ...]]) -> list[WorkflowInstance]:
-    """The instances of `rows` read from a batch (every concrete column, in the model's order),
-    with the values converted as a queryset's rows are."""
-    fields = WorkflowInstance._meta.concrete_fields
-    compiler = connection.ops.compiler("SQLCompiler")(Query(WorkflowInstance), connection, alias)
-    table = WorkflowInstance._meta.db_table
-    converters = compiler.get_converters([field.get_col(table) for field in fields])
-    values = compiler.apply_converters(rows, converters) if converters else rows
-    names = [field.attname for field in fields]
-    return [WorkflowInstance.from_db(alias, names, list(row)) for row in values]

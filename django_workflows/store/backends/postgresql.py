@@ -28,6 +28,7 @@ from ...models import (
 from . import postgresql_claims as claims
 from .base import ENDED_CHANNEL, NOTIFY_CHANNEL, Backend
 from .postgresql_claims import LEASE_CLASS
+from .rows import InstanceRows
 from .writes import UNSET, fast_writable, unpark_statement, write_changes
 
 if TYPE_CHECKING:
@@ -53,6 +54,10 @@ class PostgreSQLBackend(Backend):
     max_value_bytes = 255 * 1024 * 1024  # what jsonb holds at most
     json_parameter = "%s::jsonb"
     datetime_parameter = "%s::timestamptz"
+
+    def __init__(self, alias: str) -> None:
+        super().__init__(alias)
+        self.rows = InstanceRows(alias)  # the claim's read-back
 
     def check(self) -> list[CheckMessage]:
         """E004: transactions stricter than READ COMMITTED."""
@@ -301,7 +306,7 @@ class PostgreSQLBackend(Backend):
         lease, more = claims.lease_sql(
             "picked", token=token, owner=owner, lease_until=lease_until, now=now
         )
-        return claims.leased(self.alias, picks + lease, params + more)
+        return claims.leased(self.connection, self.rows, picks + lease, params + more)
 
     def claim_candidates(
         self,
@@ -341,4 +346,4 @@ class PostgreSQLBackend(Backend):
         lease, params = claims.lease_sql(
             picked, token=token, owner=owner, lease_until=lease_until, now=now
         )
-        return claims.leased(self.alias, lease, [*params, list(ids), now, now])
+        return claims.leased(self.connection, self.rows, lease, [*params, list(ids), now, now])

@@ -7,8 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 from ...models import Signal, Status, WorkflowInstance
+from .rows import INSTANCE_COLUMNS, InstanceRows
 
 LEASE_CLASS = 0x4457574C  # "DWWL": (LEASE_CLASS, hashtext(instance id)), see await_row_lock
+
+_RETURNED = ", ".join(f"i.{column}" for column in INSTANCE_COLUMNS.split(", "))
 
 ORDER = "ORDER BY priority, wake_at, created_at, id"
 # The free range in index order: lease_until (NULL throughout) after the priority, as in
@@ -86,20 +89,23 @@ def lease_sql(
     catches it)."""
     table = WorkflowInstance._meta.db_table
     signals = Signal._meta.db_table
-    columns = ", ".join(f"i.{field.column}" for field in WorkflowInstance._meta.concrete_fields)
     sql = (
         f"UPDATE {table} AS i SET lease_token = %s, lease_owner = %s, lease_until = %s, "
         f"runs = i.runs + 1, updated_at = %s, "
         f"status = CASE WHEN i.status = %s THEN i.status ELSE %s END "
         f"FROM {picked} WHERE i.id = picked.id "
-        f"RETURNING {columns}, (SELECT COALESCE(MAX(id), 0) FROM {signals}) AS last_signal_id"
+        f"RETURNING {_RETURNED}, (SELECT COALESCE(MAX(id), 0) FROM {signals}) AS last_signal_id"
     )
     return sql, [token, owner, lease_until, now, Status.COMPENSATING, Status.RUNNING]
 
 
-def leased(alias: str, sql: str, params: list[Any]) -> tuple[list[WorkflowInstance], int]:
-    """The leased instances in claim order, and the last signal id."""
-    claimed = list(WorkflowInstance.objects.using(alias).raw(sql, params))
+def leased(
+    connection: Any, rows: InstanceRows, sql: str, params: list[Any]
+) -> tuple[list[WorkflowInstance], int]:
+    """The instances lease_sql() leased, in claim order, and the last signal id."""
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        found = cursor.fetchall()
+    claimed = rows.instances(connection, [row[:-1] for row in found])
     claimed.sort(key=lambda i: (i.priority, i.wake_at, i.created_at, i.id))
-    last = getattr(claimed[0], "last_signal_id", 0) if claimed else 0
-    return claimed, last
+    return claimed, int(found[0][-1]) if found else 0

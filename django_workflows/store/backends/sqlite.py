@@ -78,7 +78,7 @@ class SQLiteBackend(Backend):
         super().__init__(alias)
         self._seen = threading.local()  # each thread's last data_version and mark
         self._writer = threading.Lock()  # the process's turn to write (write_transaction)
-        self._rows = InstanceRows(alias)  # the claim's read-back
+        self.rows = InstanceRows(alias)  # the claim's read-back
         self._statements: dict[Any, Any] = {}  # fast_write's statements, built once each
         self._flags_sql = (
             f"SELECT {', '.join(_FLAGS)} FROM {WorkflowInstance._meta.db_table} "
@@ -312,7 +312,7 @@ class SQLiteBackend(Backend):
                 f"({marks}) ORDER BY priority, wake_at, created_at, id",
                 [token, *ids],
             )
-            claimed = self._rows.instances(connection, cursor.fetchall())
+            claimed = self.rows.instances(connection, cursor.fetchall())
         return claimed, last
 
     def insert_ignore(self, obj: Model) -> bool:
