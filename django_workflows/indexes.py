@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from django.db import models
+from django.db.migrations.operations.base import Operation
 
 
 class DueIndex(models.Index):
@@ -133,3 +134,72 @@ class CoveringIndex(models.Index):
             columns = ", ".join(quote(model._meta.get_field(f).column) for f in self.covering)
             statement.parts["include"] = f" INCLUDE ({columns})"  # type: ignore[assignment]
         return statement
+
+
+class DropColumnIndexes(Operation):
+    """Drop the indexes the schema editor made for one field on its own, by their names
+    (`suffixes`): "" the field's plain index (a foreign key's, where a unique constraint that
+    starts with the field serves its lookups; the migration's state then says db_index=False),
+    "_like" the pattern-operator index PostgreSQL's schema editor adds next to each index of a
+    varchar column, for LIKE lookups the app never makes of its ids and keys. An index the
+    database does not have is passed over: MySQL and MariaDB keep the index of a foreign key
+    under a name of their own, and have no pattern indexes.
+
+    A DROP INDEX rather than an AlterField: SQLite would copy the whole table for the change
+    of db_index. Backwards, the indexes are made again as the schema editor makes them."""
+
+    reversible = True
+
+    def __init__(self, model_name: str, field_name: str, suffixes: tuple[str, ...]) -> None:
+        self.model_name = model_name
+        self.field_name = field_name
+        self.suffixes = tuple(suffixes)
+
+    def state_forwards(self, app_label: str, state: Any) -> None:
+        pass  # the state's field options, if any change, are the migration's AlterField
+
+    def describe(self) -> str:
+        return f"Drop the indexes of {self.model_name}.{self.field_name} of its own"
+
+    def _indexes(self, schema_editor: Any, model: Any) -> tuple[Any, dict[str, str], set[str]]:
+        field = model._meta.get_field(self.field_name)
+        table = model._meta.db_table
+        names = {
+            suffix: schema_editor._create_index_name(table, [field.column], suffix=suffix)
+            for suffix in self.suffixes
+        }
+        connection = schema_editor.connection
+        with connection.cursor() as cursor:
+            existing = set(connection.introspection.get_constraints(cursor, table))
+        return field, names, existing
+
+    def database_forwards(
+        self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
+    ) -> None:
+        model = from_state.apps.get_model(app_label, self.model_name)
+        if not self.allow_migrate_model(schema_editor.connection.alias, model):
+            return
+        _, names, existing = self._indexes(schema_editor, model)
+        for name in names.values():
+            if name in existing:
+                schema_editor.execute(schema_editor._delete_index_sql(model, name))
+
+    def database_backwards(
+        self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
+    ) -> None:
+        model = to_state.apps.get_model(app_label, self.model_name)
+        if not self.allow_migrate_model(schema_editor.connection.alias, model):
+            return
+        field, names, existing = self._indexes(schema_editor, model)
+        for suffix, name in names.items():
+            if name in existing:
+                continue
+            if suffix == "_like":
+                pattern = getattr(schema_editor, "_create_like_index_sql", None)
+                statement = pattern(model, field) if pattern is not None else None
+            elif schema_editor._field_should_be_indexed(model, field):
+                statement = schema_editor._create_index_sql(model, fields=[field])
+            else:
+                statement = None
+            if statement is not None:
+                schema_editor.execute(statement)

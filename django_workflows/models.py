@@ -186,7 +186,10 @@ class JournalEntry(models.Model):
     """One journaled step, sleep, wait, commit, value or compensation: one JSON document each."""
 
     id = models.BigAutoField(primary_key=True)  # first-write order
-    instance = models.ForeignKey(WorkflowInstance, on_delete=models.CASCADE, related_name="entries")
+    # No index of its own: dw_journal_unique_name starts with it (migration 0015).
+    instance = models.ForeignKey(
+        WorkflowInstance, on_delete=models.CASCADE, related_name="entries", db_index=False
+    )
     name = KeyField(max_length=JOURNAL_NAME_LENGTH)
     document = models.JSONField()
 
@@ -206,7 +209,10 @@ class InstanceTag(models.Model):
     """A tag of an instance (start(tags=...), @workflow(tags=...)): one row a tag, to search by."""
 
     id = models.BigAutoField(primary_key=True)
-    instance = models.ForeignKey(WorkflowInstance, on_delete=models.CASCADE, related_name="tags")
+    # No index of its own: dw_tag_unique starts with it (migration 0015).
+    instance = models.ForeignKey(
+        WorkflowInstance, on_delete=models.CASCADE, related_name="tags", db_index=False
+    )
     tag = KeyField(max_length=TAG_LENGTH)
 
     class Meta:
@@ -229,8 +235,9 @@ class InstanceAttribute(models.Model):
     plain, even with a codec, in the column of its type, so that lookups on it use an index."""
 
     id = models.BigAutoField(primary_key=True)
+    # No index of its own: dw_attribute_unique starts with it (migration 0015).
     instance = models.ForeignKey(
-        WorkflowInstance, on_delete=models.CASCADE, related_name="attributes"
+        WorkflowInstance, on_delete=models.CASCADE, related_name="attributes", db_index=False
     )
     name = KeyField(max_length=ATTRIBUTE_NAME_LENGTH)
     kind = models.CharField(max_length=8)  # "str", "int", "float", "bool" or "datetime"
