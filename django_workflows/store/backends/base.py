@@ -92,6 +92,12 @@ class Backend:
         """The system checks of this database (manage.py check --database)."""
         return []
 
+    def create_functions(self, schema_editor: Any) -> None:
+        """Create the store's functions in the database, where it has some (migration 0016)."""
+
+    def drop_functions(self, schema_editor: Any) -> None:
+        """Drop what create_functions() created."""
+
     def write_transaction(self, *, savepoint: bool = True) -> AbstractContextManager[Any]:
         """A store transaction on this alias: transaction.atomic(), and on SQLite the
         process's turn to write first (see SQLiteBackend.write_transaction)."""

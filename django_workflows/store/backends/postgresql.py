@@ -26,6 +26,7 @@ from ...models import (
     WorkflowInstance,
 )
 from . import postgresql_claims as claims
+from . import postgresql_journal as journal
 from .base import ENDED_CHANNEL, NOTIFY_CHANNEL, Backend
 from .postgresql_claims import LEASE_CLASS
 from .rows import InstanceRows
@@ -58,6 +59,7 @@ class PostgreSQLBackend(Backend):
     def __init__(self, alias: str) -> None:
         super().__init__(alias)
         self.rows = InstanceRows(alias)  # the claim's read-back
+        self._functions = journal.Functions()  # whether the database has dw_journal_write
 
     def check(self) -> list[CheckMessage]:
         """E004: transactions stricter than READ COMMITTED."""
@@ -206,16 +208,12 @@ class PostgreSQLBackend(Backend):
             return [row[0] for row in cursor.fetchall()]
 
     def fast_write(self, id: str, token: str, write: InstanceWrite) -> Any:
-        """One statement: lock the row in a CTE, upsert the entries, update, notify, return."""
+        """One statement: lock the row in a CTE, upsert the entries, update, notify, return.
+        Entries alone (a step started or ended) go through dw_journal_write where the database
+        has it (postgresql_journal.py)."""
         if not fast_writable(write):
             return NotImplemented
         instances = WorkflowInstance._meta.db_table
-        journal = JournalEntry._meta.db_table
-        params: list[Any] = [id, token]
-        parts = [
-            f"WITH held AS (SELECT id, cancel_requested, terminate_requested, cancel_reason, "
-            f"awaited FROM {instances} WHERE id = %s AND lease_token = %s FOR UPDATE)"
-        ]
         # One row per name, as the ORM's path writes them: a name can be in both dicts (a failed
         # attempt's entry and, guarded, the next attempt's start), and one INSERT ... ON CONFLICT
         # may not touch a row twice. The guarded document wins unless a cancel is requested.
@@ -228,22 +226,26 @@ class PostgreSQLBackend(Backend):
                 at[name]["guarded"] = document
             else:
                 rows.append({"name": name, "guarded": document})
-        if rows:
-            chosen = (
-                "COALESCE(CASE WHEN NOT (held.cancel_requested OR held.terminate_requested) "
-                "THEN e.guarded END, e.document)"
-            )
-            parts.append(
-                f", written AS (INSERT INTO {journal} (instance_id, name, document) "
-                f"SELECT held.id, e.name, {chosen} FROM held, ROWS FROM (jsonb_to_recordset(%s::jsonb) "
-                f"AS (name text, document jsonb, guarded jsonb)) WITH ORDINALITY "
-                f"AS e(name, document, guarded, n) "
-                f"WHERE {chosen} IS NOT NULL "
-                f"ORDER BY e.n ON CONFLICT (instance_id, name) DO UPDATE SET document = EXCLUDED.document "
-                f"RETURNING 1)"
-            )
-            params.append(json.dumps(rows))
         changes, wake_at = write_changes(write)
+        # result() and get_value() in other processes wake at the commit
+        announce = write.announce or changes.get("status") in FINISHED
+        unpark = unpark_statement(write, "parked")
+        if (
+            rows
+            and not changes
+            and wake_at is UNSET
+            and not announce
+            and unpark is None
+            and self._functions.available(self.connection)
+        ):
+            with self.connection.cursor() as cursor:
+                cursor.execute(journal.CALL, [id, token, json.dumps(rows)])
+                return cursor.fetchone()
+        params: list[Any] = [id, token]
+        parts = [journal.held("%s", "%s")]
+        if rows:
+            parts.append(journal.written("%s::jsonb"))
+            params.append(json.dumps(rows))
         sets: list[str] = []
         values: list[Any] = []
         for name, value in changes.items():
@@ -264,12 +266,10 @@ class PostgreSQLBackend(Backend):
             )
             params += values
         select = " SELECT cancel_requested, terminate_requested, cancel_reason"
-        # result() and get_value() in other processes wake at the commit
-        if write.announce or changes.get("status") in FINISHED:
+        if announce:
             select += ", (SELECT pg_notify(%s, held.id) WHERE held.awaited)"
             params.append(ENDED_CHANNEL)
         parts.append(select + " FROM held")
-        unpark = unpark_statement(write, "parked")
         if unpark is None:
             with self.connection.cursor() as cursor:
                 cursor.execute("".join(parts), params)
@@ -286,6 +286,14 @@ class PostgreSQLBackend(Backend):
             if row is not None:
                 cursor.execute(*unpark)
             return None if row is None else row[:3]
+
+    def create_functions(self, schema_editor: Any) -> None:
+        journal.create_function(schema_editor)
+        self._functions.forget()
+
+    def drop_functions(self, schema_editor: Any) -> None:
+        journal.drop_function(schema_editor)
+        self._functions.forget()
 
     def fast_claim(
         self,
