@@ -26,7 +26,7 @@ from ...models import (
     WorkflowInstance,
 )
 from . import postgresql_claims as claims
-from . import postgresql_journal as journal
+from . import postgresql_writes as writes_sql
 from .base import ENDED_CHANNEL, NOTIFY_CHANNEL, Backend
 from .postgresql_claims import LEASE_CLASS
 from .rows import InstanceRows
@@ -59,7 +59,7 @@ class PostgreSQLBackend(Backend):
     def __init__(self, alias: str) -> None:
         super().__init__(alias)
         self.rows = InstanceRows(alias)  # the claim's read-back
-        self._functions = journal.Functions()  # whether the database has dw_journal_write
+        self._functions = writes_sql.Functions()  # whether the database has the write functions
 
     def check(self) -> list[CheckMessage]:
         """E004: transactions stricter than READ COMMITTED."""
@@ -209,8 +209,8 @@ class PostgreSQLBackend(Backend):
 
     def fast_write(self, id: str, token: str, write: InstanceWrite) -> Any:
         """One statement: lock the row in a CTE, upsert the entries, update, notify, return.
-        Entries alone (a step started or ended) go through dw_journal_write where the database
-        has it (postgresql_journal.py)."""
+        Its two most frequent forms call a function of the database's own where it has them
+        (_function_call)."""
         if not fast_writable(write):
             return NotImplemented
         instances = WorkflowInstance._meta.db_table
@@ -230,21 +230,16 @@ class PostgreSQLBackend(Backend):
         # result() and get_value() in other processes wake at the commit
         announce = write.announce or changes.get("status") in FINISHED
         unpark = unpark_statement(write, "parked")
-        if (
-            rows
-            and not changes
-            and wake_at is UNSET
-            and not announce
-            and unpark is None
-            and self._functions.available(self.connection)
-        ):
-            with self.connection.cursor() as cursor:
-                cursor.execute(journal.CALL, [id, token, json.dumps(rows)])
-                return cursor.fetchone()
+        if unpark is None and wake_at is UNSET and self._functions.available(self.connection):
+            called = _function_call(id, token, rows, changes, announce=announce)
+            if called is not None:
+                with self.connection.cursor() as cursor:
+                    cursor.execute(*called)
+                    return cursor.fetchone()
         params: list[Any] = [id, token]
-        parts = [journal.held("%s", "%s")]
+        parts = [writes_sql.held("%s", "%s")]
         if rows:
-            parts.append(journal.written("%s::jsonb"))
+            parts.append(writes_sql.written("%s::jsonb"))
             params.append(json.dumps(rows))
         sets: list[str] = []
         values: list[Any] = []
@@ -288,11 +283,11 @@ class PostgreSQLBackend(Backend):
             return None if row is None else row[:3]
 
     def create_functions(self, schema_editor: Any) -> None:
-        journal.create_function(schema_editor)
+        writes_sql.create_functions(schema_editor)
         self._functions.forget()
 
     def drop_functions(self, schema_editor: Any) -> None:
-        journal.drop_function(schema_editor)
+        writes_sql.drop_functions(schema_editor)
         self._functions.forget()
 
     def fast_claim(
@@ -355,3 +350,42 @@ class PostgreSQLBackend(Backend):
             picked, token=token, owner=owner, lease_until=lease_until, now=now
         )
         return claims.leased(self.connection, self.rows, lease, [*params, list(ids), now, now])
+
+
+_FINAL_CHANGES = {
+    "status",
+    "output",
+    "error",
+    "lease_token",
+    "lease_until",
+    "wake_at",
+    "updated_at",
+}
+
+
+def _function_call(
+    id: str, token: str, rows: list[dict[str, Any]], changes: dict[str, Any], *, announce: bool
+) -> tuple[str, list[Any]] | None:
+    """The call of dw_journal_write for entries alone (a step started or ended), of
+    dw_final_write for the end of an instance (its last entries, its final status and outcome,
+    its lease let go, its end announced: postgresql_writes.py); None for any other write."""
+    if not changes:
+        if not rows or announce:
+            return None
+        return writes_sql.JOURNAL_CALL, [id, token, json.dumps(rows)]
+    if set(changes) != _FINAL_CHANGES or changes["status"] not in FINISHED:
+        return None
+    if any(changes[name] is not None for name in ("lease_token", "lease_until", "wake_at")):
+        return None
+    output, error = (
+        None if changes[name] is None else json.dumps(changes[name]) for name in ("output", "error")
+    )
+    return writes_sql.FINAL_CALL, [
+        id,
+        token,
+        json.dumps(rows),
+        changes["status"],
+        output,
+        error,
+        changes["updated_at"],
+    ]

@@ -1,6 +1,8 @@
-"""PostgreSQL's dw_journal_write (migration 0016): the writes of journal entries alone go
-through it, with the same outcome as the statement they replace; without it (a database made
-without migrations) the statement is sent as before; migrating back drops it."""
+"""PostgreSQL's write functions (migration 0016): the writes of journal entries alone go through
+dw_journal_write and an instance's last write through dw_final_write, with the same outcome as
+the statements they replace (its end announced to an awaiting result() too); without them (a
+database made without migrations) the statements are sent as before; migrating back drops
+them."""
 
 from __future__ import annotations
 
@@ -14,6 +16,8 @@ from django.db import connection
 import django_workflows as wf
 from django_workflows.models import JournalEntry
 from django_workflows.store.backends import backend
+from django_workflows.store.backends.base import ENDED_CHANNEL
+from django_workflows.store.instances import mark_awaited
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),  # the function is dropped and made again
@@ -23,10 +27,18 @@ pytestmark = [
 ]
 
 
-def has_function() -> bool:
+def has_functions() -> bool:
     with connection.cursor() as cursor:
-        cursor.execute("SELECT to_regprocedure('dw_journal_write(text, text, jsonb)') IS NOT NULL")
+        cursor.execute(
+            "SELECT to_regprocedure('dw_journal_write(text, text, jsonb)') IS NOT NULL AND "
+            "to_regprocedure('dw_final_write(text, text, jsonb, text, jsonb, jsonb, "
+            "timestamptz)') IS NOT NULL"
+        )
         return bool(cursor.fetchone()[0])
+
+
+def calls(sent: list[str], function: str) -> list[str]:
+    return [sql for sql in sent if f"FROM {function}(" in sql]
 
 
 @pytest.fixture
@@ -65,18 +77,37 @@ def run(workflow: Any, id: str) -> list[tuple[str, Any]]:
     ]
 
 
-def test_the_step_writes_go_through_the_function(two_steps: Any, sent: list[str]) -> None:
-    assert has_function()
+def test_the_step_writes_and_the_last_go_through_the_functions(
+    two_steps: Any, sent: list[str]
+) -> None:
+    assert has_functions()
 
     journal = run(two_steps, "through")
 
-    calls = [sql for sql in sent if "FROM dw_journal_write(" in sql]
-    # a's start, a's end with b's start, then b's end with the outcome: one statement
-    assert len(calls) == 2
+    # a's start, a's end with b's start, then b's end with the outcome
+    assert len(calls(sent, "dw_journal_write")) == 2
+    assert len(calls(sent, "dw_final_write")) == 1
     assert journal[-2:] == [("a", "completed"), ("b", "completed")]
 
 
-def test_without_the_function_the_statement_is_sent(two_steps: Any, sent: list[str]) -> None:
+def test_the_last_write_announces_an_awaited_end(two_steps: Any, sent: list[str]) -> None:
+    wf.start(two_steps, 1, id="awaited")
+    mark_awaited("default", "awaited")  # what a waiting result() does
+    raw = connection.get_new_connection(connection.get_connection_params())
+    try:
+        raw.autocommit = True
+        raw.execute(f"LISTEN {ENDED_CHANNEL}")
+        assert wf.drain() == 1
+        payloads = [n.payload for n in raw.notifies(timeout=5, stop_after=1)]
+    finally:
+        raw.close()
+
+    assert payloads == ["awaited"]
+    assert len(calls(sent, "dw_final_write")) == 1
+    assert wf.get_status("awaited").output == 4
+
+
+def test_without_the_functions_the_statements_are_sent(two_steps: Any, sent: list[str]) -> None:
     store = backend(connection.alias)
     with connection.schema_editor() as editor:
         store.drop_functions(editor)
@@ -86,18 +117,18 @@ def test_without_the_function_the_statement_is_sent(two_steps: Any, sent: list[s
         with connection.schema_editor() as editor:
             store.create_functions(editor)
 
-    assert not [sql for sql in sent if "FROM dw_journal_write(" in sql]
+    assert not calls(sent, "dw_journal_write") + calls(sent, "dw_final_write")
     assert len([sql for sql in sent if sql.startswith("WITH held AS")]) == 3
     assert journal[-2:] == [("a", "completed"), ("b", "completed")]
-    assert has_function()
+    assert has_functions()
 
 
 def test_migrating_back_drops_it() -> None:
     call_command("migrate", "django_workflows", "0015", verbosity=0)
     try:
-        dropped = not has_function()
+        dropped = not has_functions()
     finally:
         call_command("migrate", "django_workflows", verbosity=0)
 
     assert dropped
-    assert has_function()
+    assert has_functions()
