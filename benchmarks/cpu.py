@@ -10,8 +10,10 @@ and their shutdown stay out of the figures.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -48,6 +50,15 @@ def server_seconds(vendor: str) -> float:
         for pid in os.listdir("/proc")
         if pid.isdigit() and _command(pid) in commands
     )
+
+
+def backend_seconds(connection: Any) -> Callable[[], float]:
+    """A function that reads the CPU seconds of the PostgreSQL backend serving `connection` (a
+    Django connection; the server must run on this machine)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        pid = cursor.fetchone()[0]
+    return lambda: _process_seconds(pid)
 
 
 def machine_seconds() -> tuple[float, float]:

@@ -41,6 +41,7 @@ def main() -> None:
     from django.test.utils import CaptureQueriesContext
 
     import django_workflows as wf
+    from benchmarks.cpu import backend_seconds
     from django_workflows import clock
     from django_workflows.models import Status
     from django_workflows.registry import registry
@@ -107,13 +108,7 @@ def main() -> None:
             f"execution {min(execution):.3f} ms (median {statistics.median(execution):.3f})"
         )
 
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_backend_pid()")
-        pid = cursor.fetchone()[0]
-
-    def server_cpu() -> float:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    server_cpu = backend_seconds(connection)
 
     store.write("default", held.id, "t", release())
     before, python = server_cpu(), time.process_time()
