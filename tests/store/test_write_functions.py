@@ -123,6 +123,32 @@ def test_without_the_functions_the_statements_are_sent(two_steps: Any, sent: lis
     assert has_functions()
 
 
+def test_without_the_right_to_call_them_the_statements_are_sent(
+    two_steps: Any, sent: list[str]
+) -> None:
+    """A database whose default privileges keep EXECUTE from PUBLIC: the role the worker
+    connects as may not call them (here the owner revokes its own)."""
+    functions = [
+        "dw_journal_write(text, text, jsonb)",
+        "dw_final_write(text, text, jsonb, text, jsonb, jsonb, timestamptz)",
+    ]
+    store = backend(connection.alias)
+    with connection.cursor() as cursor:
+        for function in functions:
+            cursor.execute(f"REVOKE EXECUTE ON FUNCTION {function} FROM PUBLIC, CURRENT_USER")
+    store._functions.forget()
+    try:
+        journal = run(two_steps, "forbidden")
+    finally:
+        with connection.cursor() as cursor:
+            for function in functions:
+                cursor.execute(f"GRANT EXECUTE ON FUNCTION {function} TO PUBLIC, CURRENT_USER")
+        store._functions.forget()
+
+    assert not calls(sent, "dw_journal_write") + calls(sent, "dw_final_write")
+    assert journal[-2:] == [("a", "completed"), ("b", "completed")]
+
+
 def test_migrating_back_drops_it() -> None:
     call_command("migrate", "django_workflows", "0015", verbosity=0)
     try:

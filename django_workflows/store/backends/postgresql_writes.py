@@ -102,7 +102,9 @@ def drop_functions(schema_editor: Any) -> None:
 
 
 class Functions:
-    """Whether the database has the functions, asked once per process and alias."""
+    """Whether the database has the functions and the connection's role may call them (a
+    database whose default privileges revoke EXECUTE from PUBLIC may not grant it to the role
+    the application connects as), asked once per process and alias."""
 
     def __init__(self) -> None:
         self._found: bool | None = None
@@ -112,8 +114,9 @@ class Functions:
         if self._found is None:
             with self._lock, connection.cursor() as cursor:
                 cursor.execute(
-                    "SELECT to_regprocedure(%s) IS NOT NULL AND to_regprocedure(%s) IS NOT NULL",
-                    [_JOURNAL, _FINAL],
+                    "SELECT bool_and(COALESCE(has_function_privilege(to_regprocedure(f), "
+                    "'EXECUTE'), false)) FROM unnest(%s::text[]) AS f",
+                    [[_JOURNAL, _FINAL]],
                 )
                 self._found = bool(cursor.fetchone()[0])
         return self._found
