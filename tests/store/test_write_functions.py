@@ -6,7 +6,6 @@ them."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -14,10 +13,10 @@ from django.core.management import call_command
 from django.db import connection
 
 import django_workflows as wf
-from django_workflows.models import JournalEntry
 from django_workflows.store.backends import backend
 from django_workflows.store.backends.base import ENDED_CHANNEL
 from django_workflows.store.instances import mark_awaited
+from tests.store.runs import run
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),  # the function is dropped and made again
@@ -39,42 +38,6 @@ def has_functions() -> bool:
 
 def calls(sent: list[str], function: str) -> list[str]:
     return [sql for sql in sent if f"FROM {function}(" in sql]
-
-
-@pytest.fixture
-def sent() -> Iterator[list[str]]:
-    """The statements this thread's connection sends."""
-    statements: list[str] = []
-
-    def record(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
-        statements.append(sql)
-        return execute(sql, params, many, context)
-
-    with connection.execute_wrapper(record):
-        yield statements
-
-
-@pytest.fixture
-def two_steps(define: Any) -> Any:
-    @define("two-steps")
-    def two_steps(ctx: Any, n: int) -> int:
-        a = ctx.step("a", lambda step: n + 1)
-        return ctx.step("b", lambda step: a * 2)
-
-    return two_steps
-
-
-def run(workflow: Any, id: str) -> list[tuple[str, Any]]:
-    wf.start(workflow, 20, id=id)
-    wf.drain()
-    assert wf.get_status(id).status == "completed"
-    assert wf.get_status(id).output == 42
-    return [
-        (name, document["status"])
-        for name, document in JournalEntry.objects.filter(instance_id=id).values_list(
-            "name", "document"
-        )
-    ]
 
 
 def test_the_step_writes_and_the_last_go_through_the_functions(

@@ -30,7 +30,14 @@ from . import postgresql_writes as writes_sql
 from .base import ENDED_CHANNEL, NOTIFY_CHANNEL, Backend
 from .postgresql_claims import LEASE_CLASS
 from .rows import InstanceRows
-from .writes import UNSET, fast_writable, unpark_statement, write_changes
+from .writes import (
+    UNSET,
+    fast_writable,
+    journal_rows,
+    routine_for,
+    unpark_statement,
+    write_changes,
+)
 
 if TYPE_CHECKING:
     from ..instances import InstanceWrite
@@ -59,7 +66,7 @@ class PostgreSQLBackend(Backend):
     def __init__(self, alias: str) -> None:
         super().__init__(alias)
         self.rows = InstanceRows(alias)  # the claim's read-back
-        self._functions = writes_sql.Functions()  # whether the database has the write functions
+        self._functions = writes_sql.functions()  # whether the database has the write functions
 
     def check(self) -> list[CheckMessage]:
         """E004: transactions stricter than READ COMMITTED."""
@@ -214,18 +221,7 @@ class PostgreSQLBackend(Backend):
         if not fast_writable(write):
             return NotImplemented
         instances = WorkflowInstance._meta.db_table
-        # One row per name, as the ORM's path writes them: a name can be in both dicts (a failed
-        # attempt's entry and, guarded, the next attempt's start), and one INSERT ... ON CONFLICT
-        # may not touch a row twice. The guarded document wins unless a cancel is requested.
-        rows: list[dict[str, Any]] = [
-            {"name": name, "document": document} for name, document in write.entries.items()
-        ]
-        at = {row["name"]: row for row in rows}
-        for name, document in write.guarded_entries.items():
-            if name in at:
-                at[name]["guarded"] = document
-            else:
-                rows.append({"name": name, "guarded": document})
+        rows = journal_rows(write)
         changes, wake_at = write_changes(write)
         # result() and get_value() in other processes wake at the commit
         announce = write.announce or changes.get("status") in FINISHED
@@ -352,30 +348,18 @@ class PostgreSQLBackend(Backend):
         return claims.leased(self.connection, self.rows, lease, [*params, list(ids), now, now])
 
 
-_FINAL_CHANGES = {
-    "status",
-    "output",
-    "error",
-    "lease_token",
-    "lease_until",
-    "wake_at",
-    "updated_at",
-}
-
-
 def _function_call(
     id: str, token: str, rows: list[dict[str, Any]], changes: dict[str, Any], *, announce: bool
 ) -> tuple[str, list[Any]] | None:
     """The call of dw_journal_write for entries alone (a step started or ended), of
     dw_final_write for the end of an instance (its last entries, its final status and outcome,
     its lease let go, its end announced: postgresql_writes.py); None for any other write."""
-    if not changes:
+    routine = routine_for(changes)
+    if routine == "journal":
         if not rows or announce:
             return None
         return writes_sql.JOURNAL_CALL, [id, token, json.dumps(rows)]
-    if set(changes) != _FINAL_CHANGES or changes["status"] not in FINISHED:
-        return None
-    if any(changes[name] is not None for name in ("lease_token", "lease_until", "wake_at")):
+    if routine is None:
         return None
     output, error = (
         None if changes[name] is None else json.dumps(changes[name]) for name in ("output", "error")

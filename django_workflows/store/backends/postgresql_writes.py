@@ -14,11 +14,11 @@ database made without migrations), the write is sent as a statement.
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 from ...models import JournalEntry, WorkflowInstance
 from .base import ENDED_CHANNEL
+from .writes import Routines
 
 _FLAGS = "cancel_requested, terminate_requested, cancel_reason"
 _JOURNAL = "dw_journal_write(text, text, jsonb)"
@@ -101,26 +101,12 @@ def drop_functions(schema_editor: Any) -> None:
         schema_editor.execute(f"DROP FUNCTION IF EXISTS {signature}")
 
 
-class Functions:
+def functions() -> Routines:
     """Whether the database has the functions and the connection's role may call them (a
     database whose default privileges revoke EXECUTE from PUBLIC may not grant it to the role
-    the application connects as), asked once per process and alias."""
-
-    def __init__(self) -> None:
-        self._found: bool | None = None
-        self._lock = threading.Lock()
-
-    def available(self, connection: Any) -> bool:
-        if self._found is None:
-            with self._lock, connection.cursor() as cursor:
-                cursor.execute(
-                    "SELECT bool_and(COALESCE(has_function_privilege(to_regprocedure(f), "
-                    "'EXECUTE'), false)) FROM unnest(%s::text[]) AS f",
-                    [[_JOURNAL, _FINAL]],
-                )
-                self._found = bool(cursor.fetchone()[0])
-        return self._found
-
-    def forget(self) -> None:
-        """Ask again at the next write (after a migration made or dropped the functions)."""
-        self._found = None
+    the application connects as)."""
+    return Routines(
+        "SELECT bool_and(COALESCE(has_function_privilege(to_regprocedure(f), 'EXECUTE'), false)) "
+        "FROM unnest(%s::text[]) AS f",
+        [[_JOURNAL, _FINAL]],
+    )

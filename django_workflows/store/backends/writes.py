@@ -1,8 +1,10 @@
 """What the hand-written fast writes of the server backends share: which writes may take them,
-and the columns a write changes."""
+the columns a write changes, and which writes the database's own routines carry (PostgreSQL's
+functions, MySQL's and MariaDB's procedures)."""
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING, Any
 
 from django.db.models.constants import OnConflict
@@ -45,6 +47,66 @@ def write_changes(write: InstanceWrite) -> tuple[dict[str, Any], Any]:
     if changes and set(changes) - {"lease_until"} or wake_at is not UNSET:
         changes["updated_at"] = write.now
     return changes, wake_at
+
+
+def journal_rows(write: InstanceWrite) -> list[dict[str, Any]]:
+    """The write's journal entries, one row per name: {name, document, guarded}, either document
+    possibly missing. A name can be in both of the write's dicts (a failed attempt's entry and,
+    guarded, the next attempt's start), and one upsert may not touch a row twice: the guarded
+    document is written unless a cancel or terminate is requested, else `document`."""
+    rows: list[dict[str, Any]] = [
+        {"name": name, "document": document} for name, document in write.entries.items()
+    ]
+    at = {row["name"]: row for row in rows}
+    for name, document in write.guarded_entries.items():
+        if name in at:
+            at[name]["guarded"] = document
+        else:
+            rows.append({"name": name, "guarded": document})
+    return rows
+
+
+FINAL_CHANGES = frozenset(
+    {"status", "output", "error", "lease_token", "lease_until", "wake_at", "updated_at"}
+)
+"""The instance's changes (write_changes) of its last write: the end, its lease let go."""
+
+
+def routine_for(changes: dict[str, Any]) -> str | None:
+    """Which of the store's write routines carries a write (of `changes`, as write_changes()
+    gives them, and of a wake time it leaves UNSET): "journal" for journal entries alone (a step
+    started or ended), "final" for an instance's last write (its final status and outcome, its
+    lease let go); None for any other write, which the backend sends as statements."""
+    if not changes:
+        return "journal"
+    if set(changes) != FINAL_CHANGES or changes["status"] not in FINISHED:
+        return None
+    if any(changes[name] is not None for name in ("lease_token", "lease_until", "wake_at")):
+        return None
+    return "final"
+
+
+class Routines:
+    """Whether the database has the store's write routines and the connection's user may call
+    them (a database whose privileges keep them from the user the application connects as),
+    asked once per process and alias: `probe` is a query whose one value says so."""
+
+    def __init__(self, probe: str, params: list[Any]) -> None:
+        self._probe = probe
+        self._params = params
+        self._found: bool | None = None
+        self._lock = threading.Lock()
+
+    def available(self, connection: Any) -> bool:
+        if self._found is None:
+            with self._lock, connection.cursor() as cursor:
+                cursor.execute(self._probe, self._params)
+                self._found = bool(cursor.fetchone()[0])
+        return self._found
+
+    def forget(self) -> None:
+        """Ask again at the next write (after a migration made or dropped the routines)."""
+        self._found = None
 
 
 def unpark_statement(write: InstanceWrite, parked: str) -> tuple[str, list[Any]] | None:
