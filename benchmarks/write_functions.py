@@ -1,15 +1,18 @@
-"""The PostgreSQL server's CPU for the lease holder's writes, as statements and through the write
-functions of migration 0016 (dw_journal_write, dw_final_write).
+"""The database server's CPU for the lease holder's writes, as statements and through the write
+routines: PostgreSQL's functions of migration 0016, MySQL's and MariaDB's stored procedures of
+migration 0017 (dw_journal_write, dw_final_write).
 
     DB=postgres BENCH_DB_NAME=bench [DB_PREPARED=1] python benchmarks/write_functions.py [N] [ROUNDS]
+    DB=mysql BENCH_DB_NAME=bench python benchmarks/write_functions.py [N] [ROUNDS]
 
 Drops, re-creates and migrates the benchmark database. Each round, for each way (the statement,
-then the function), starts N instances of `bench`, claims them, and writes what a three-step
+then the routine), starts N instances of `bench`, claims them, and writes what a three-step
 workflow writes: three writes of journal entries alone (a step's start; a step's end with the
 next one's start) and the last write (the last step's end, the outcome, the lease let go),
 through store.write(), as the worker does. Prints the CPU of this connection's server backend
-(/proc/<pg_backend_pid()>/stat) per journal write and per last write, and this process's CPU per
-workflow. The statements are sent as the benchmark settings' connection sends them: Django's
+(/proc/<pg_backend_pid()>/stat) per journal write and per last write, on MySQL and MariaDB that of
+the whole server process (its threads cannot be told apart without the performance schema: let
+nothing else use it meanwhile), and this process's CPU per workflow. The statements are sent as the benchmark settings' connection sends them: Django's
 default client-side binding, or prepared statements with DB_PREPARED=1.
 
 The server must run on this machine. Figures are printed; nothing is asserted.
@@ -23,17 +26,19 @@ import sys
 import time
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.cpu import backend_seconds  # noqa: E402 - after the path
+from benchmarks.cpu import backend_seconds, server_seconds  # noqa: E402 - after the path
 from benchmarks.harness import fresh_database  # noqa: E402
 
 LEASE = timedelta(minutes=10)
 
 
 def main() -> None:
-    fresh_database("postgres")
+    db = os.environ.get("DB", "postgres")
+    fresh_database(db)
     from django.db import connection
 
     import django_workflows as wf
@@ -47,9 +52,15 @@ def main() -> None:
     count = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
     rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 3
     pairs = registry.pairs(None)
-    functions = backend("default")._functions  # type: ignore[attr-defined]
+    store_backend: Any = backend("default")
+    if db == "postgres":
+        routines = store_backend._functions
+        server_cpu = backend_seconds(connection)
+    else:
+        routines = store_backend._procedures
 
-    server_cpu = backend_seconds(connection)
+        def server_cpu() -> float:
+            return server_seconds(db)
 
     def step(n: int) -> dict[str, object]:
         return {"kind": "step", "status": "completed", "attempt": 1, "result": {"i": n}}
@@ -71,12 +82,12 @@ def main() -> None:
             release=store.Release(None, [], 0, had_waits=False),
         )
 
-    figures: dict[str, list[tuple[float, float, float]]] = {"statement": [], "function": []}
+    figures: dict[str, list[tuple[float, float, float]]] = {"statement": [], "routine": []}
     for round in range(rounds):
-        for way in ("statement", "function"):
-            functions.forget()
+        for way in ("statement", "routine"):
+            routines.forget()
             if way == "statement":
-                functions._found = False
+                routines._found = False
             token = f"{way}-{round}"
             for i in range(count):
                 wf.start("bench", {"steps": 3}, id=f"{token}-{i}")
@@ -108,7 +119,8 @@ def main() -> None:
                 )
             )
     binding = "prepared statements" if os.environ.get("DB_PREPARED") else "client-side binding"
-    print(f"{count} workflows a round, {rounds} rounds, {binding}; ms, each round's figure:")
+    sent = binding if db == "postgres" else "the server's whole CPU"
+    print(f"{count} workflows a round, {rounds} rounds, {sent}; ms, each round's figure:")
     for way, rows in figures.items():
         for label, column in (("journal write", 0), ("last write", 1)):
             values = [row[column] for row in rows]

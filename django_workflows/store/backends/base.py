@@ -98,6 +98,13 @@ class Backend:
     def drop_functions(self, schema_editor: Any) -> None:
         """Drop what create_functions() created."""
 
+    def create_procedures(self, schema_editor: Any) -> None:
+        """Create the store's stored procedures in the database, where it has some (migration
+        0017)."""
+
+    def drop_procedures(self, schema_editor: Any) -> None:
+        """Drop what create_procedures() created."""
+
     def write_transaction(self, *, savepoint: bool = True) -> AbstractContextManager[Any]:
         """A store transaction on this alias: transaction.atomic(), and on SQLite the
         process's turn to write first (see SQLiteBackend.write_transaction)."""

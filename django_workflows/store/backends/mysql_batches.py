@@ -129,12 +129,16 @@ def results(cursor: Any, statements: list[Statement]) -> list[list[tuple[Any, ..
     none after it.
 
     On a connection opened without CLIENT_MULTI_STATEMENTS (mysqlclient's `multi_statements`
-    option turned off, or PyMySQL's default), one round trip each, the same statements."""
+    option turned off, or PyMySQL's default), one round trip each, the same statements. A
+    CALL's rows are its procedure's first result set (every procedure here has one at most)."""
     if len(statements) == 1 or not _client_flag(cursor) & MULTI_STATEMENTS:
         rows: list[list[tuple[Any, ...]]] = []
         for statement, params in statements:
             cursor.execute(statement, params)
             rows.append(list(cursor.fetchall()))
+            # a CALL's own status follows its procedure's result sets
+            while cursor.nextset():
+                cursor.fetchall()
         return rows
     cursor.execute(
         ";\n".join(statement for statement, _ in statements),
