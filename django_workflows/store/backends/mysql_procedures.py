@@ -32,6 +32,11 @@ JOURNAL = "dw_journal_write"
 FINAL = "dw_final_write"
 _ROWS = 2  # journal rows a call takes
 _FLAGS = "cancel_requested, terminate_requested, cancel_reason"
+_HELD = 2 + 3 * _ROWS  # the id, the lease token, and each row's name and two documents
+_ENDED = 4  # the final status, the output, the error and the time
+
+JOURNAL_CALL = f"CALL {JOURNAL}({', '.join(['%s'] * _HELD)})"
+FINAL_CALL = f"CALL {FINAL}({', '.join(['%s'] * (_HELD + _ENDED))})"
 
 
 def procedures() -> Routines:
@@ -50,8 +55,8 @@ def call(
     """The CALL of dw_journal_write or dw_final_write for a write of journal `rows` (journal_rows)
     and instance `changes` (write_changes, with no wake time to set); None for a write neither
     carries. Its one result set is the lease's flags, or empty when the lease is gone."""
-    routine = routine_for(changes)
-    if routine is None or len(rows) > _ROWS or (routine == "journal" and not rows):
+    routine = routine_for(changes, rows)
+    if routine is None or len(rows) > _ROWS:
         return None
     document = JournalEntry._meta.get_field("document")
     params: list[Any] = [id, token]
@@ -63,12 +68,12 @@ def call(
             for kind in ("document", "guarded")
         ]
     if routine == "journal":
-        return f"CALL {JOURNAL}({', '.join(['%s'] * len(params))})", params
+        return JOURNAL_CALL, params
     instances = WorkflowInstance._meta
     for name in ("status", "output", "error", "updated_at"):
         field: Any = instances.get_field(name)
         params.append(field.get_db_prep_save(changes[name], connection))
-    return f"CALL {FINAL}({', '.join(['%s'] * len(params))})", params
+    return FINAL_CALL, params
 
 
 def create_procedures(schema_editor: Any) -> None:

@@ -354,9 +354,9 @@ def _function_call(
     """The call of dw_journal_write for entries alone (a step started or ended), of
     dw_final_write for the end of an instance (its last entries, its final status and outcome,
     its lease let go, its end announced: postgresql_writes.py); None for any other write."""
-    routine = routine_for(changes)
+    routine = routine_for(changes, rows)
     if routine == "journal":
-        if not rows or announce:
+        if announce:
             return None
         return writes_sql.JOURNAL_CALL, [id, token, json.dumps(rows)]
     if routine is None:

@@ -72,13 +72,14 @@ FINAL_CHANGES = frozenset(
 """The instance's changes (write_changes) of its last write: the end, its lease let go."""
 
 
-def routine_for(changes: dict[str, Any]) -> str | None:
+def routine_for(changes: dict[str, Any], rows: list[dict[str, Any]]) -> str | None:
     """Which of the store's write routines carries a write (of `changes`, as write_changes()
-    gives them, and of a wake time it leaves UNSET): "journal" for journal entries alone (a step
-    started or ended), "final" for an instance's last write (its final status and outcome, its
-    lease let go); None for any other write, which the backend sends as statements."""
+    gives them, of journal `rows`, as journal_rows() does, and of a wake time it leaves UNSET):
+    "journal" for journal entries alone (a step started or ended), "final" for an instance's
+    last write (its final status and outcome, its lease let go); None for any other write,
+    which the backend sends as statements."""
     if not changes:
-        return "journal"
+        return "journal" if rows else None
     if set(changes) != FINAL_CHANGES or changes["status"] not in FINISHED:
         return None
     if any(changes[name] is not None for name in ("lease_token", "lease_until", "wake_at")):
