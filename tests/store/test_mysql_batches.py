@@ -42,16 +42,16 @@ def by_cursor(statements: list[mysql_batches.Statement]) -> Any:
         seen.append(sql)
         return execute(sql, params, many, context)
 
-    with connection.execute_wrapper(record), connection.cursor() as cursor:
-        found = mysql_batches.results(cursor, statements)
+    with connection.execute_wrapper(record):
+        found = mysql_batches.results(connection, statements)
     assert seen, "the cursor's way was not taken"
     return found
 
 
 def by_driver(statements: list[mysql_batches.Statement]) -> Any:
-    with connection.cursor() as cursor:
-        assert mysql_batches._batch_driver(connection) is connection.connection
-        return mysql_batches.results(cursor, statements)
+    connection.ensure_connection()
+    assert mysql_batches._batch_driver(connection) is connection.connection
+    return mysql_batches.results(connection, statements)
 
 
 @pytest.mark.django_db
@@ -69,8 +69,7 @@ def test_logged_or_wrapped_statements_go_through_a_cursor(settings: Any) -> None
     with connection.execute_wrapper(lambda execute, *args: execute(*args)):
         assert mysql_batches._batch_driver(connection) is None
     with CaptureQueriesContext(connection) as captured:
-        with connection.cursor() as cursor:
-            assert mysql_batches.results(cursor, BATCH[1:]) == [[], [], [(1,), (2,)]]
+        assert mysql_batches.results(connection, BATCH[1:]) == [[], [], [(1,), (2,)]]
     assert [query["sql"] for query in captured.captured_queries][0].startswith("DO 0;")
 
 
@@ -107,8 +106,8 @@ def test_an_error_in_the_batch_is_djangos_and_its_own_transaction_is_rolled_back
     with pytest.raises(OperationalError):  # the server's error, raised as Django's
         mysql_batches.run_batch(connection, [(insert, [2]), ("SELECT nope FROM DUAL", [])])
     assert scratch_rows() == [(1,)]
-    with connection.cursor() as cursor:  # the connection is fine for whatever comes next
-        assert mysql_batches.results(cursor, [("SELECT 5", []), ("SELECT 6", [])]) == [
-            [(5,)],
-            [(6,)],
-        ]
+    # the connection is fine for whatever comes next
+    assert mysql_batches.results(connection, [("SELECT 5", []), ("SELECT 6", [])]) == [
+        [(5,)],
+        [(6,)],
+    ]

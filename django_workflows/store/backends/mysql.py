@@ -19,7 +19,7 @@ from ...models import Signal, Status, StoreLock, Wait, WorkflowInstance
 from . import mysql_batches, mysql_collations, mysql_deletes, mysql_procedures
 from .base import Backend, insert
 from .mysql_batches import Statement
-from .rows import InstanceRows
+from .rows import INSTANCE_COLUMNS, InstanceRows
 from .writes import UNSET, fast_writable, journal_rows, write_changes
 
 if TYPE_CHECKING:
@@ -191,22 +191,23 @@ class MySQLBackend(Backend):
         if flag is not None:
             columns += f", {flag[0]} AS full_key"
         selected = (columns, flag[1] if flag is not None else [])
-        with self.connection.cursor() as cursor:
-            return self._candidates(cursor, now, limit, workflows, where, queues, selected=selected)
+        return self._candidates(
+            self.connection, now, limit, workflows, where, queues, selected=selected
+        )
 
     def lease(self, ids: list[str], *, token: str, owner: str, lease_until: Any, now: Any) -> Any:
         """One round trip, in the claim's transaction: the lease of the candidates a claim under
         limits picked, the last signal id and the leased rows (fast_claim's statements)."""
-        with self.connection.cursor() as cursor:
-            found = mysql_batches.results(
-                cursor, self._lease_statements(ids, token, owner, now, lease_until)
-            )
+        connection = self.connection
+        found = mysql_batches.results(
+            connection, _lease_statements(connection, ids, token, owner, now, lease_until)
+        )
         last = int(found[1][0][0])
-        return self.rows.instances(self.connection, found[2]), last
+        return self.rows.instances(connection, found[2]), last
 
     def _candidates(
         self,
-        cursor: Any,
+        connection: Any,
         now: Any,
         limit: int,
         workflows: list[tuple[str, int]],
@@ -225,7 +226,8 @@ class MySQLBackend(Backend):
         table = WorkflowInstance._meta.db_table
         more, more_params = selected or ("", [])
         pairs = " OR ".join("(workflow = %s AND version = %s)" for _ in workflows)
-        adapt = self.connection.ops.adapt_datetimefield_value
+        earliest = connection.ops.adapt_datetimefield_value(_EARLIEST)
+        at = connection.ops.adapt_datetimefield_value(now)
         index, queue_sql = (
             ("dw_instance_due", "")
             if queues is None
@@ -238,23 +240,14 @@ class MySQLBackend(Backend):
         # ones (parked, 0 in both, follows the priority in the index: store/parking.py).
         leases = [
             ("parked = 0 AND lease_until IS NULL", []),
-            (
-                "parked = 0 AND lease_until >= %s AND lease_until < %s",
-                [adapt(_EARLIEST), adapt(now)],
-            ),
+            ("parked = 0 AND lease_until >= %s AND lease_until < %s", [earliest, at]),
         ]
 
         def scans(priority: int, of_queues: list[str | None], room: int) -> list[Statement]:
             statements: list[Statement] = []
             for queue in of_queues:
                 for lease, lease_params in leases:
-                    params: list[Any] = [
-                        *more_params,
-                        priority,
-                        *lease_params,
-                        adapt(_EARLIEST),
-                        adapt(now),
-                    ]
+                    params: list[Any] = [*more_params, priority, *lease_params, earliest, at]
                     if queue is not None:
                         params.append(queue)
                     for name, version in workflows:
@@ -294,7 +287,7 @@ class MySQLBackend(Backend):
         upcoming: dict[str | None, int] = {}
         ids: list[Any] = []
         while True:
-            found = mysql_batches.results(cursor, statements + following(priority, of_queues))
+            found = mysql_batches.results(connection, statements + following(priority, of_queues))
             scanned = len(statements) - skipped
             rows = [row for rows in found[skipped : skipped + scanned] for row in rows]
             for queue, next_rows in zip(of_queues, found[skipped + scanned :], strict=True):
@@ -401,58 +394,48 @@ class MySQLBackend(Backend):
         self.read_committed_next()
         own = connection.get_autocommit() and not connection.in_atomic_block
         commit: list[Statement] = [("COMMIT", [])] if own else []
-        with connection.cursor() as cursor:
-            try:
-                begin: list[Statement] = [("START TRANSACTION", [])] if own else []
-                ids = self._candidates(cursor, now, limit, workflows, queues=queues, begin=begin)
-                if not ids:
-                    if own:
-                        mysql_batches.results(cursor, commit)
-                    return [], 0
-                lease = self._lease_statements(ids, token, owner, now, lease_until)
-                found = mysql_batches.results(cursor, lease + commit)
-            except BaseException:
+        try:
+            begin: list[Statement] = [("START TRANSACTION", [])] if own else []
+            ids = self._candidates(connection, now, limit, workflows, queues=queues, begin=begin)
+            if not ids:
                 if own:
-                    mysql_batches.rollback(cursor)
-                raise
+                    mysql_batches.results(connection, commit)
+                return [], 0
+            lease = _lease_statements(connection, ids, token, owner, now, lease_until)
+            found = mysql_batches.results(connection, lease + commit)
+        except BaseException:
+            if own:
+                mysql_batches.rollback(connection)
+            raise
         last = int(found[1][0][0])
         return self.rows.instances(connection, found[2]), last
 
-    def _lease_statements(
-        self, ids: list[str], token: str, owner: str, now: Any, lease_until: Any
-    ) -> list[Statement]:
-        """Lease the candidates `ids` (if still due, as the other databases' claims check),
-        then read the last signal id and the leased rows, in claim order."""
-        table = WorkflowInstance._meta.db_table
-        adapt = self.connection.ops.adapt_datetimefield_value
-        marks = ", ".join(["%s"] * len(ids))
-        columns = ", ".join(str(f.column) for f in WorkflowInstance._meta.concrete_fields)
-        return [
-            (
-                f"UPDATE {table} SET lease_token = %s, lease_owner = %s, lease_until = %s, "
-                f"runs = runs + 1, updated_at = %s, "
-                f"status = CASE WHEN status = %s THEN status ELSE %s END "
-                f"WHERE id IN ({marks}) "
-                f"AND wake_at <= %s AND (lease_until IS NULL OR lease_until < %s)",
-                [
-                    token,
-                    owner,
-                    adapt(lease_until),
-                    adapt(now),
-                    Status.COMPENSATING,
-                    Status.RUNNING,
-                    *ids,
-                    adapt(now),
-                    adapt(now),
-                ],
-            ),
-            (f"SELECT COALESCE(MAX(id), 0) FROM {Signal._meta.db_table}", []),
-            (
-                f"SELECT {columns} FROM {table} WHERE lease_token = %s AND id IN ({marks}) "
-                f"ORDER BY priority, wake_at, created_at, id",
-                [token, *ids],
-            ),
-        ]
+
+def _lease_statements(
+    connection: Any, ids: list[str], token: str, owner: str, now: Any, lease_until: Any
+) -> list[Statement]:
+    """Lease the candidates `ids` (if still due, as the other databases' claims check), then
+    read the last signal id and the leased rows, in claim order."""
+    table = WorkflowInstance._meta.db_table
+    at = connection.ops.adapt_datetimefield_value(now)
+    until = connection.ops.adapt_datetimefield_value(lease_until)
+    marks = ", ".join(["%s"] * len(ids))
+    return [
+        (
+            f"UPDATE {table} SET lease_token = %s, lease_owner = %s, lease_until = %s, "
+            f"runs = runs + 1, updated_at = %s, "
+            f"status = CASE WHEN status = %s THEN status ELSE %s END "
+            f"WHERE id IN ({marks}) "
+            f"AND wake_at <= %s AND (lease_until IS NULL OR lease_until < %s)",
+            [token, owner, until, at, Status.COMPENSATING, Status.RUNNING, *ids, at, at],
+        ),
+        (f"SELECT COALESCE(MAX(id), 0) FROM {Signal._meta.db_table}", []),
+        (
+            f"SELECT {INSTANCE_COLUMNS} FROM {table} WHERE lease_token = %s "
+            f"AND id IN ({marks}) ORDER BY priority, wake_at, created_at, id",
+            [token, *ids],
+        ),
+    ]
 
 
 def _lock_row(cursor: Any, name: str, *, shared: bool) -> None:

@@ -124,8 +124,8 @@ def write_statements(
     return statements
 
 
-def results(cursor: Any, statements: list[Statement]) -> list[list[tuple[Any, ...]]]:
-    """Send `statements` in one round trip and read every result: each statement's rows (none
+def results(connection: Any, statements: list[Statement]) -> list[list[tuple[Any, ...]]]:
+    """Send `statements` on `connection` in one round trip and read every result: each statement's rows (none
     for a statement that returns none; a CALL has its procedure's result sets, then one empty
     for its status). A statement's error is raised here; the server runs none after it.
 
@@ -133,8 +133,14 @@ def results(cursor: Any, statements: list[Statement]) -> list[list[tuple[Any, ..
     option turned off, or PyMySQL's default), one round trip each, the same statements. A
     CALL's rows are then its procedure's first result set (every procedure here has one at
     most)."""
-    if (driver := _batch_driver(cursor.db)) is not None:
-        return _driver_results(cursor.db, driver, statements)
+    if (driver := _batch_driver(connection)) is not None:
+        return _driver_results(connection, driver, statements)
+    with connection.cursor() as cursor:
+        return _cursor_results(cursor, statements)
+
+
+def _cursor_results(cursor: Any, statements: list[Statement]) -> list[list[tuple[Any, ...]]]:
+    """results() through a Django cursor."""
     if len(statements) == 1 or not _client_flag(cursor) & MULTI_STATEMENTS:
         rows: list[list[tuple[Any, ...]]] = []
         for statement, params in statements:
@@ -223,22 +229,18 @@ def run_batch(connection: Any, statements: list[Statement]) -> list[tuple[Any, .
     own = connection.get_autocommit() and not connection.in_atomic_block
     if own:
         statements = [("START TRANSACTION", []), *statements, ("COMMIT", [])]
-    driver = _batch_driver(connection)
     try:
-        if driver is not None:
-            return _driver_results(connection, driver, statements)[1 if own else 0]
-        with connection.cursor() as cursor:
-            return results(cursor, statements)[1 if own else 0]
+        return results(connection, statements)[1 if own else 0]
     except BaseException:
         if own:
-            with connection.cursor() as cursor:
-                rollback(cursor)
+            rollback(connection)
         raise
 
 
-def rollback(cursor: Any) -> None:
+def rollback(connection: Any) -> None:
     """ROLLBACK after an error in a transaction the store began itself."""
     try:
-        cursor.execute("ROLLBACK")
+        with connection.cursor() as cursor:
+            cursor.execute("ROLLBACK")
     except DatabaseError:
         pass  # a lost connection rolled back by itself; the first error says why
