@@ -23,6 +23,7 @@ from django.db import DatabaseError
 from django.db.backends.mysql.base import CursorWrapper as MySQLCursorWrapper
 
 from ...models import JournalEntry, WorkflowInstance
+from .driver import direct
 from .writes import UNSET
 
 if TYPE_CHECKING:
@@ -176,9 +177,9 @@ def _batch_driver(connection: Any) -> Any | None:
     statement, and Django's wrappers around each call): a three-step workflow's four writes
     took 1.14-1.24 ms of the worker's CPU that way, 0.67-0.89 ms this way
     (benchmarks/write_functions.py)."""
-    if connection.execute_wrappers or connection.queries_logged:
+    if not direct(connection):
         return None
-    connection.close_if_health_check_failed()  # as a new cursor would (CONN_HEALTH_CHECKS)
+    connection.validate_thread_sharing()
     driver = connection.connection
     if (
         driver is None

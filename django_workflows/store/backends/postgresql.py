@@ -25,6 +25,7 @@ from ...models import (
     Wait,
     WorkflowInstance,
 )
+from . import driver
 from . import postgresql_claims as claims
 from . import postgresql_writes as writes_sql
 from .base import ENDED_CHANNEL, NOTIFY_CHANNEL, Backend
@@ -229,9 +230,8 @@ class PostgreSQLBackend(Backend):
         if unpark is None and wake_at is UNSET and self._functions.available(self.connection):
             called = _function_call(id, token, rows, changes, announce=announce)
             if called is not None:
-                with self.connection.cursor() as cursor:
-                    cursor.execute(*called)
-                    return cursor.fetchone()
+                found = driver.fetch(self.connection, *called)
+                return found[0] if found else None
         params: list[Any] = [id, token]
         parts = [writes_sql.held("%s", "%s")]
         if rows:
@@ -262,10 +262,8 @@ class PostgreSQLBackend(Backend):
             params.append(ENDED_CHANNEL)
         parts.append(select + " FROM held")
         if unpark is None:
-            with self.connection.cursor() as cursor:
-                cursor.execute("".join(parts), params)
-                row = cursor.fetchone()
-                return None if row is None else row[:3]
+            found = driver.fetch(self.connection, "".join(parts), params)
+            return found[0][:3] if found else None
         # A statement of its own, after the one that locked the row: its snapshot then holds
         # what a claim parked while this write waited for the row (store/parking.py).
         with (

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...models import Signal, Status, WorkflowInstance
+from . import driver
 from .rows import INSTANCE_COLUMNS, InstanceRows
 
 LEASE_CLASS = 0x4457574C  # "DWWL": (LEASE_CLASS, hashtext(instance id)), see await_row_lock
@@ -103,9 +104,7 @@ def leased(
     connection: Any, rows: InstanceRows, sql: str, params: list[Any]
 ) -> tuple[list[WorkflowInstance], int]:
     """The instances lease_sql() leased, in claim order, and the last signal id."""
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        found = cursor.fetchall()
+    found = driver.fetch(connection, sql, params)
     claimed = rows.instances(connection, [row[:-1] for row in found])
     claimed.sort(key=lambda i: (i.priority, i.wake_at, i.created_at, i.id))
     return claimed, int(found[0][-1]) if found else 0
