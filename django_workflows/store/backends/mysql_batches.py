@@ -1,6 +1,7 @@
 """Statements sent together on MySQL and MariaDB, one round trip for several: mysqlclient opens
 every connection with CLIENT_MULTI_STATEMENTS, and each statement's result is read in turn
-(results()). A round trip costs the worker a cursor call in Django and mysqlclient and the
+(results()), straight from mysqlclient's connection where Django neither logs nor wraps the
+statements (_batch_driver()). A round trip costs the worker a call into the driver and the
 server a command; the statements themselves cost the same.
 
 The lease holder's write is one batch (write_statements(), run_batch()), in one transaction:
