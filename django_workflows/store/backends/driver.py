@@ -31,22 +31,23 @@ def direct(connection: Any) -> bool:
 
 
 def fetch(connection: Any, sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
-    """The rows of `sql` run on `connection` (none for a statement that returns none)."""
+    """The rows of `sql`, a statement that returns rows, run on `connection`."""
     if not direct(connection):
         with connection.cursor() as cursor:
             cursor.execute(sql, params)
-            return list(cursor.fetchall()) if cursor.description is not None else []
+            return list(cursor.fetchall())
     cursor = _kept_cursor(connection)
     connection.validate_no_broken_transaction()
     with connection.wrap_database_errors:
         cursor.execute(sql, params)
-        return list(cursor.fetchall()) if cursor.description is not None else []
+        return list(cursor.fetchall())
 
 
 def _kept_cursor(connection: Any) -> Any:
     """This thread's driver cursor on `connection`, made as Django makes its cursors
     (create_cursor(): on PostgreSQL, the time zone's loader), anew when the connection is."""
-    connection.ensure_connection()
+    if connection.connection is None:
+        connection.ensure_connection()
     connection.validate_thread_sharing()
     kept = getattr(_local, "cursors", None)
     if kept is None:
