@@ -3,9 +3,8 @@ database driver's own cursor, kept for each thread's connection, rather than thr
 Django cursor each.
 
 A Django cursor is a CursorWrapper around a new driver cursor, and each of its calls goes
-through DatabaseErrorWrapper: on PostgreSQL 140 us of the worker's CPU for a one-row statement
-against 80-100 us this way (psycopg 3, either binding), about a tenth of the worker's CPU per
-workflow. The statements, their errors (Django's, as a cursor raises them, the connection
+through DatabaseErrorWrapper: on PostgreSQL 85-116 us of the worker's CPU for a one-row
+statement against 51-71 us this way (psycopg 3, either binding; benchmarks/statement_cpu.py). The statements, their errors (Django's, as a cursor raises them, the connection
 marked for close_if_unusable_or_obsolete()) and the checks a cursor makes first (the
 connection's health check, a broken transaction) are the same.
 
@@ -23,10 +22,12 @@ _local = threading.local()  # this thread's kept cursors: alias -> (driver conne
 
 def direct(connection: Any) -> bool:
     """Whether statements on `connection` may skip Django's cursor: nothing logs or wraps
-    them. Also runs the health check a new cursor would (CONN_HEALTH_CHECKS)."""
+    them. Also makes the checks a new cursor would: the health check (CONN_HEALTH_CHECKS),
+    and that this thread may use the connection."""
     if connection.execute_wrappers or connection.queries_logged:
         return False
     connection.close_if_health_check_failed()
+    connection.validate_thread_sharing()
     return True
 
 
@@ -48,7 +49,6 @@ def _kept_cursor(connection: Any) -> Any:
     (create_cursor(): on PostgreSQL, the time zone's loader), anew when the connection is."""
     if connection.connection is None:
         connection.ensure_connection()
-    connection.validate_thread_sharing()
     kept = getattr(_local, "cursors", None)
     if kept is None:
         kept = _local.cursors = {}

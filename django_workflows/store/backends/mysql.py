@@ -180,8 +180,8 @@ class MySQLBackend(Backend):
         sorts first), so a scan in claim order would walk them all. Instead: priority by
         priority, each found by one index dive past the one before, an index range scan from
         its first due instance, with FORCE INDEX (the optimizer otherwise prefers scanning the
-        priority alone). lease_until follows the priority in the index, so the instances that run are
-        not in the range of the free ones: each priority's range is read twice, lease_until NULL
+        priority alone). lease_until follows the priority in the index, so the instances that
+        run are not in the range of the free ones: each priority's range is read twice, lease_until NULL
         (in index order) and lease_until before now (the lapsed leases, sorted), and merged.
         With `queues`, the same on the queue's claim index, per queue and priority, merged in
         claim order. Claims under limits pass over the full workflows and

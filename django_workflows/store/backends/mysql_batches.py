@@ -127,8 +127,8 @@ def write_statements(
 
 
 def results(connection: Any, statements: list[Statement]) -> list[list[tuple[Any, ...]]]:
-    """Send `statements` on `connection` in one round trip and read every result: each statement's rows (none
-    for a statement that returns none; a CALL has its procedure's result sets, then one empty
+    """Send `statements` on `connection` in one round trip and read every result: each
+    statement's rows (none for a statement that returns none; a CALL has its procedure's result sets, then one empty
     for its status). A statement's error is raised here; the server runs none after it.
 
     On a connection opened without CLIENT_MULTI_STATEMENTS (mysqlclient's `multi_statements`
@@ -143,7 +143,7 @@ def results(connection: Any, statements: list[Statement]) -> list[list[tuple[Any
 
 def _cursor_results(cursor: Any, statements: list[Statement]) -> list[list[tuple[Any, ...]]]:
     """results() through a Django cursor."""
-    if len(statements) == 1 or not _client_flag(cursor) & MULTI_STATEMENTS:
+    if len(statements) == 1 or not _client_flag(cursor.db.connection) & MULTI_STATEMENTS:
         rows: list[list[tuple[Any, ...]]] = []
         for statement, params in statements:
             cursor.execute(statement, params)
@@ -162,9 +162,9 @@ def _cursor_results(cursor: Any, statements: list[Statement]) -> list[list[tuple
     return rows
 
 
-def _client_flag(cursor: Any) -> int:
+def _client_flag(driver: Any) -> int:
     """The flags the driver's connection was opened with (0 when it does not say)."""
-    return int(getattr(cursor.db.connection, "client_flag", 0) or 0)
+    return int(getattr(driver, "client_flag", 0) or 0)
 
 
 def _batch_driver(connection: Any) -> Any | None:
@@ -180,12 +180,11 @@ def _batch_driver(connection: Any) -> Any | None:
     (benchmarks/write_functions.py)."""
     if not direct(connection):
         return None
-    connection.validate_thread_sharing()
     driver = connection.connection
     if (
         driver is None
         or not hasattr(driver, "store_result")
-        or not int(getattr(driver, "client_flag", 0) or 0) & MULTI_STATEMENTS
+        or not _client_flag(driver) & MULTI_STATEMENTS
     ):
         return None
     return driver
