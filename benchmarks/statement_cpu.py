@@ -1,12 +1,13 @@
-"""This process's CPU per statement sent the store's way (store/backends/driver.py: a driver
-cursor kept for the thread's connection; on MySQL and MariaDB, mysql_batches' batch straight on
+"""This process's CPU per statement sent the store's ways (store/backends/driver.py: a driver
+cursor kept for the thread's connection; on PostgreSQL also postgresql_libpq.py, the write
+functions' call through libpq itself; on MySQL and MariaDB, mysql_batches' batch straight on
 mysqlclient's connection) and through a new Django cursor each, as before.
 
     DB=postgres BENCH_DB_NAME=bench [DB_PREPARED=1] python benchmarks/statement_cpu.py [N] [ROUNDS]
     DB=mysql BENCH_DB_NAME=bench python benchmarks/statement_cpu.py [N] [ROUNDS]
 
 On PostgreSQL one statement of a write's shape (two text parameters, a JSON document, a text
-and an integer; one row back); on MySQL and MariaDB a batch of a write's shape (START
+and an integer; one row back; through libpq, the integer sent as text as the rest); on MySQL and MariaDB a batch of a write's shape (START
 TRANSACTION, a statement with those parameters and its row, a statement without a result,
 COMMIT). Each round sends it N times each way, the ways taking turns a hundred calls at a
 time, and prints the thread's CPU
@@ -36,6 +37,9 @@ django.setup()
 from django.db import DEFAULT_DB_ALIAS, connections  # noqa: E402
 
 from django_workflows.store.backends import driver, mysql_batches  # noqa: E402
+
+if connections[DEFAULT_DB_ALIAS].vendor == "postgresql":
+    from django_workflows.store.backends import postgresql_libpq as libpq
 
 DOCUMENT = json.dumps([{"name": "step-1", "doc": {"status": "running", "attempt": 1}}])
 # The connection itself, as the store holds it (Backend.connection), not django.db.connection,
@@ -69,9 +73,16 @@ def ways() -> dict[str, Callable[[], Any]]:
             cursor.execute(sql, PARAMS)
             return cursor.fetchall()
 
+    text = [str(param) for param in PARAMS]
+    columns = (str, str, str, str, int)  # Django loads jsonb as text too
+
+    def through_libpq() -> Any:
+        return [libpq.call_row(connection, sql, text, columns)]
+
     return {
         "a new Django cursor": new_cursor,
         "the kept driver cursor": lambda: driver.fetch(connection, sql, PARAMS),
+        "libpq (write functions)": through_libpq,
     }
 
 
@@ -80,7 +91,7 @@ def main() -> None:
     rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 3
     connection.ensure_connection()
     chosen = ways()
-    results = [way() for way in chosen.values()]
+    results = [[tuple(row) for row in way()] for way in chosen.values()]
     assert all(result == results[0] for result in results), results
     print(f"{connection.vendor}, {n} calls a round, {rounds} rounds; CPU per call, us:")
     figures: dict[str, list[float]] = {name: [] for name in chosen}

@@ -38,14 +38,14 @@ def check_size(text: str, what: str, using: str) -> None:
         length = len(text) + text.count("\\") + text.count('"') + text.count("'")
         if codecs.configured_codecs():  # stored encrypted: base64 of at most its UTF-8 form
             length = max(length, len(text) * 4 // 3 + 1024)
-        limit = packet - PACKET_MARGIN
-        why = (
-            f"the server's max_allowed_packet takes ({packet} bytes, less {PACKET_MARGIN} for "
-            f"the rest of the statement)"
+        if length > packet - PACKET_MARGIN:
+            raise UnstorableValueError(
+                f"{what} takes {length} bytes as JSON, more than the server's "
+                f"max_allowed_packet takes ({packet} bytes, less {PACKET_MARGIN} for the rest "
+                f"of the statement)."
+            )
+    elif len(text) > store.max_value_bytes:
+        raise UnstorableValueError(
+            f"{what} takes {len(text)} bytes as JSON, more than "
+            f"{store.connection.display_name} stores in one value ({store.max_value_bytes} bytes)."
         )
-    else:
-        length = len(text)
-        limit = store.max_value_bytes
-        why = f"{store.connection.display_name} stores in one value ({limit} bytes)"
-    if length > limit:
-        raise UnstorableValueError(f"{what} takes {length} bytes as JSON, more than {why}.")

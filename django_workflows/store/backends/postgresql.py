@@ -27,6 +27,7 @@ from ...models import (
 )
 from . import driver
 from . import postgresql_claims as claims
+from . import postgresql_libpq as libpq
 from . import postgresql_writes as writes_sql
 from .base import ENDED_CHANNEL, NOTIFY_CHANNEL, Backend
 from .postgresql_claims import LEASE_CLASS
@@ -51,6 +52,8 @@ SIGNAL_LOCK = 1
 
 _DEADLOCK_STATES = {"40P01", "40001"}  # deadlock_detected, serialization_failure
 _JSON_COLUMNS = {"input", "output", "error", "custom_status"}
+_FLAG_COLUMNS = (libpq.BOOLEAN, libpq.BOOLEAN, libpq.TEXT)
+"""The write functions' row: cancel_requested, terminate_requested, cancel_reason."""
 
 
 class PostgreSQLBackend(Backend):
@@ -230,8 +233,7 @@ class PostgreSQLBackend(Backend):
         if unpark is None and wake_at is UNSET and self._functions.available(self.connection):
             called = _function_call(id, token, rows, changes, announce=announce)
             if called is not None:
-                found = driver.fetch(self.connection, *called)
-                return found[0] if found else None
+                return libpq.call_row(self.connection, *called, _FLAG_COLUMNS)
         params: list[Any] = [id, token]
         parts = [writes_sql.held("%s", "%s")]
         if rows:

@@ -1,0 +1,102 @@
+"""PostgreSQL: the lease holder's write functions called through libpq itself, on the
+connection psycopg already holds (psycopg's documented `Connection.pgconn`), rather than a
+cursor.
+
+A cursor's execute() runs psycopg's Python machinery around the round trip (the query's
+conversion, its parameters' dumpers, the prepared-statement bookkeeping, the result's loaders):
+about 60 us of the worker's CPU of a call's 100 (benchmarks/statement_cpu.py), four times per
+three-step workflow. The write functions take text and return one row of two booleans and a
+text, so their call needs none of it: the parameters go as text, the row comes back as text,
+and the same server-side function runs with the same parameters.
+
+The call is psycopg's in every other way: the connection's encoding, its errors (raised from
+the result as psycopg raises them, then made Django's as a cursor's are), libpq releasing the
+GIL while it waits. Where it cannot be the same, the cursor's way is taken (driver.fetch()):
+where Django logs or wraps the statements, and in a transaction psycopg has yet to begin (it
+sends the BEGIN before a cursor's first statement; a call here would run outside it).
+"""
+
+from __future__ import annotations
+
+import datetime
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from psycopg import errors, pq
+
+from . import driver
+
+BOOLEAN: Callable[[str], bool] = "t".__eq__
+"""A boolean column's text ("t" or "f") as a bool."""
+
+TEXT: Callable[[str], str] = str
+
+
+def call_row(
+    connection: Any, sql: str, params: Sequence[Any], columns: Sequence[Callable[[str], Any]]
+) -> tuple[Any, ...] | None:
+    """The first row of `sql` (with `%s` placeholders, as a cursor takes it) run with `params`
+    (text, None or datetimes) on Django's PostgreSQL `connection`, each column converted from
+    its text by `columns` (None stays None); None when it returns no row."""
+    raw = _raw_connection(connection)
+    if raw is None:
+        found = driver.fetch(connection, sql, list(params))
+        return tuple(found[0]) if found else None
+    encoding = raw.info.encoding
+    connection.validate_no_broken_transaction()
+    with connection.wrap_database_errors:
+        values = [_text(value, encoding) for value in params]
+        result = raw.pgconn.exec_params(_numbered(sql), values, result_format=0)
+        if result.status != pq.ExecStatus.TUPLES_OK:
+            if raw.pgconn.status == pq.ConnStatus.BAD:  # lost: psycopg's error for it
+                message = (result.error_message or raw.pgconn.error_message).decode(encoding)
+                raise errors.OperationalError(message.strip() or "the connection was lost")
+            raise errors.error_from_result(result, encoding=encoding)
+    if result.ntuples == 0:
+        return None
+    row = (result.get_value(0, column) for column in range(result.nfields))
+    return tuple(
+        None if value is None else convert(value.decode(encoding))
+        for value, convert in zip(row, columns, strict=True)
+    )
+
+
+def _raw_connection(connection: Any) -> Any:
+    """psycopg's connection when a call may go to its libpq connection directly, else None:
+    nothing logs or wraps the statements, and psycopg has no BEGIN to send first."""
+    if not driver.direct(connection):
+        return None
+    if connection.connection is None:
+        connection.ensure_connection()
+    raw = connection.connection
+    status = raw.pgconn.transaction_status
+    if status == pq.TransactionStatus.INTRANS or (
+        status == pq.TransactionStatus.IDLE and raw.autocommit
+    ):
+        return raw
+    return None
+
+
+@functools.lru_cache(maxsize=64)
+def _numbered(sql: str) -> bytes:
+    """`sql`'s `%s` placeholders as libpq's $1, $2... (the statements here hold no other `%`)."""
+    parts = sql.split("%s")
+    if any("%" in part for part in parts):
+        raise ValueError(f"A statement for libpq holds a % other than its placeholders: {sql!r}")
+    numbered = parts[0] + "".join(f"${n}{part}" for n, part in enumerate(parts[1:], 1))
+    return numbered.encode()
+
+
+def _text(value: Any, encoding: str) -> bytes | None:
+    """A parameter as PostgreSQL's text input takes it (the server casts it to the function's
+    argument type; a naive datetime is read in the session's time zone, as psycopg sends it)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        if "\x00" in value:  # libpq would cut the text there; psycopg refuses it so
+            raise errors.DataError("PostgreSQL text fields cannot contain NUL (0x00) bytes")
+        return value.encode(encoding)
+    if isinstance(value, datetime.datetime):
+        return value.isoformat().encode()
+    raise TypeError(f"A parameter for libpq must be text, None or a datetime, not {value!r}.")

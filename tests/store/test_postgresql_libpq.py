@@ -1,0 +1,137 @@
+"""PostgreSQL's write functions called through libpq on psycopg's own connection
+(store/backends/postgresql_libpq.py): the same row as a cursor's, Django's errors, never a
+statement outside the transaction psycopg has yet to begin, the cursor's way where Django logs
+or wraps the statements, and a statement cancelled or a connection killed by the server."""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import UTC, datetime
+
+import pytest
+from django.db import (
+    DatabaseError,
+    DataError,
+    OperationalError,
+    connection,
+    connections,
+    transaction,
+)
+from django.test.utils import CaptureQueriesContext
+
+from django_workflows.store.backends import driver
+from django_workflows.store.backends import postgresql_libpq as libpq
+
+pytestmark = pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="only PostgreSQL's store calls libpq itself"
+)
+
+TEXT = 'it\'s 100% "quoted" \\ and \u00e9t\u00e9 \U0001f4e6'
+SQL = "SELECT %s::text = %s, %s::text IS NULL, %s::timestamptz, %s::text"
+AT = datetime(2026, 12, 4, 15, 4, 5, 123456, tzinfo=UTC)
+COLUMNS = (libpq.BOOLEAN, libpq.BOOLEAN, datetime.fromisoformat, libpq.TEXT)
+
+
+@pytest.mark.django_db
+def test_the_row_is_the_cursors() -> None:
+    params = [TEXT, TEXT, None, AT, TEXT]
+    row = libpq.call_row(connection, SQL, params, COLUMNS)
+    assert row is not None
+    assert row[:2] == (True, True) and row[3] == TEXT
+    assert row[2] == AT  # the server's text of the instant, in the session's time zone
+    assert row == tuple(driver.fetch(connection, SQL, params)[0])
+    assert libpq.call_row(connection, "SELECT %s WHERE false", ["x"], [libpq.TEXT]) is None
+    assert libpq.call_row(connection, "SELECT NULL::text", [], [libpq.TEXT]) == (None,)
+
+
+@pytest.mark.django_db
+def test_statements_django_sees_go_through_its_cursor() -> None:
+    with CaptureQueriesContext(connection) as captured:
+        assert libpq.call_row(connection, "SELECT %s::text", ["a"], [libpq.TEXT]) == ("a",)
+    assert len(captured) == 1  # logged: the cursor's way
+
+
+@pytest.mark.django_db(transaction=True)  # Django's own transactions, no test transaction
+def test_a_call_in_a_transaction_not_yet_begun_runs_inside_it() -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("CREATE TABLE IF NOT EXISTS dw_test_libpq (n int)")
+        cursor.execute("TRUNCATE dw_test_libpq")
+    try:
+        # psycopg sends BEGIN before the transaction's first statement: a call sent to libpq
+        # first would commit on its own and survive the rollback.
+        with pytest.raises(RuntimeError), transaction.atomic():
+            row = libpq.call_row(
+                connection, "INSERT INTO dw_test_libpq VALUES (1) RETURNING 'in'", [], [str]
+            )
+            assert row == ("in",)
+            libpq.call_row(  # and once begun, inside it too
+                connection, "INSERT INTO dw_test_libpq VALUES (2) RETURNING 'in'", [], [str]
+            )
+            raise RuntimeError("roll back")
+        assert libpq.call_row(connection, "SELECT count(*) FROM dw_test_libpq", [], [int]) == (0,)
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("DROP TABLE dw_test_libpq")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_errors_are_djangos_and_nothing_is_sent_with_a_nul() -> None:
+    with pytest.raises(DatabaseError) as raised:
+        libpq.call_row(connection, "SELECT x FROM dw_no_such_table", [], [])
+    assert type(raised.value).__module__ == "django.db.utils"
+    with pytest.raises(DataError):  # libpq would send the text cut at the NUL
+        libpq.call_row(connection, "SELECT %s::text", ["a\x00b"], [libpq.TEXT])
+    with pytest.raises(TypeError, match="text, None or a datetime"):
+        libpq.call_row(connection, "SELECT %s::text", [7], [libpq.TEXT])
+    with pytest.raises(ValueError, match="other than its placeholders"):
+        libpq.call_row(connection, "SELECT 'a%b'", [], [libpq.TEXT])
+    assert libpq.call_row(connection, "SELECT %s::text", ["on"], [libpq.TEXT]) == ("on",)
+
+
+def own_pid() -> int:
+    return int(driver.fetch(connection, "SELECT pg_backend_pid()", [])[0][0])
+
+
+def from_another_connection(sql: str, pid: int, delay: float = 0.0) -> threading.Thread:
+    def act() -> None:
+        try:
+            time.sleep(delay)
+            with connections["default"].cursor() as cursor:
+                cursor.execute(sql, [pid])
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=act)
+    thread.start()
+    return thread
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_cancelled_call_is_djangos_operational_error_and_the_connection_goes_on() -> None:
+    pid = own_pid()
+    canceller = from_another_connection("SELECT pg_cancel_backend(%s)", pid, delay=0.5)
+    try:
+        with pytest.raises(OperationalError, match="cancel"):
+            libpq.call_row(connection, "SELECT pg_sleep(%s)::text", ["30"], [libpq.TEXT])
+    finally:
+        canceller.join()
+    assert libpq.call_row(connection, "SELECT %s::text", ["after"], [libpq.TEXT]) == ("after",)
+    assert own_pid() == pid
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_killed_connection_is_djangos_error_then_replaced() -> None:
+    pid = own_pid()
+    from_another_connection("SELECT pg_terminate_backend(%s)", pid).join()
+    with pytest.raises(OperationalError):
+        libpq.call_row(connection, "SELECT %s::text", ["lost"], [libpq.TEXT])
+    # Django's handling of the error marked the connection unusable, as a cursor's would
+    connection.close_if_unusable_or_obsolete()
+    assert connection.connection is None
+    assert libpq.call_row(connection, "SELECT %s::text", ["new"], [libpq.TEXT]) == ("new",)
+    assert own_pid() != pid
+
+
+def test_placeholders_are_numbered_in_order() -> None:
+    assert libpq._numbered("SELECT f(%s, %s, %s::jsonb)") == b"SELECT f($1, $2, $3::jsonb)"
