@@ -135,3 +135,49 @@ def test_a_killed_connection_is_djangos_error_then_replaced() -> None:
 
 def test_placeholders_are_numbered_in_order() -> None:
     assert libpq._numbered("SELECT f(%s, %s, %s::jsonb)") == b"SELECT f($1, $2, $3::jsonb)"
+
+
+def prepared_names() -> set[str]:
+    found = driver.fetch(connection, "SELECT name FROM pg_prepared_statements", [])
+    return {row[0] for row in found if row[0].startswith("dw_")}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_calls_are_prepared_once_where_the_connection_takes_prepared_statements() -> None:
+    connection.ensure_connection()
+    raw = connection.connection
+    threshold = raw.prepare_threshold
+    try:
+        raw.prepare_threshold = None  # Django's default: no statement prepared
+        assert libpq.call_row(connection, "SELECT %s::text", ["a"], [libpq.TEXT]) == ("a",)
+        assert prepared_names() == set()
+        raw.prepare_threshold = 5  # DB_PREPARED=1, the recommended set-up
+        for text in ("b", "c"):
+            assert libpq.call_row(connection, "SELECT %s::text", [text], [libpq.TEXT]) == (text,)
+        (name,) = prepared_names()
+        # prepared statements outlive a rolled-back transaction, and the call goes on using it
+        with pytest.raises(RuntimeError), transaction.atomic():
+            driver.fetch(connection, "SELECT 1", [])
+            assert libpq.call_row(connection, "SELECT %s::text", ["d"], [libpq.TEXT]) == ("d",)
+            raise RuntimeError("roll back")
+        assert libpq.call_row(connection, "SELECT %s::text", ["e"], [libpq.TEXT]) == ("e",)
+        assert prepared_names() == {name}
+        with pytest.raises(DatabaseError):  # a statement that cannot be prepared: its error
+            libpq.call_row(connection, "SELECT x FROM dw_no_such_table", [], [])
+        assert prepared_names() == {name}
+    finally:
+        raw.prepare_threshold = threshold
+        connection.close()  # the next test's connection starts with nothing prepared
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_new_connection_prepares_the_call_again() -> None:
+    connection.ensure_connection()
+    connection.connection.prepare_threshold = 5
+    assert libpq.call_row(connection, "SELECT %s::text", ["f"], [libpq.TEXT]) == ("f",)
+    connection.close()
+    connection.ensure_connection()
+    connection.connection.prepare_threshold = 5
+    assert libpq.call_row(connection, "SELECT %s::text", ["g"], [libpq.TEXT]) == ("g",)
+    assert len(prepared_names()) == 1
+    connection.close()

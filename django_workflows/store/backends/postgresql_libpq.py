@@ -3,23 +3,27 @@ connection psycopg already holds (psycopg's documented `Connection.pgconn`), rat
 cursor.
 
 A cursor's execute() runs psycopg's Python machinery around the round trip (the query's
-conversion, its parameters' dumpers, the prepared-statement bookkeeping, the result's loaders):
-about 60 us of the worker's CPU of a call's 100 (benchmarks/statement_cpu.py), four times per
-three-step workflow. The write functions take text and return one row of two booleans and a
-text, so their call needs none of it: the parameters go as text, the row comes back as text,
-and the same server-side function runs with the same parameters.
+conversion, its parameters' dumpers, the prepared-statement bookkeeping, the result's loaders),
+four times per three-step workflow. The write functions take text and return one row of two
+booleans and a text, so their call needs none of it: the parameters go as text, the row comes
+back as text, and the same server-side function runs with the same parameters (65-85 us of the
+worker's CPU per call against 76-108 us on a kept cursor; benchmarks/statement_cpu.py).
 
 The call is psycopg's in every other way: the connection's encoding, its errors (raised from
 the result as psycopg raises them, then made Django's as a cursor's are), libpq releasing the
-GIL while it waits. Where it cannot be the same, the cursor's way is taken (driver.fetch()):
-where Django logs or wraps the statements, and in a transaction psycopg has yet to begin (it
-sends the BEGIN before a cursor's first statement; a call here would run outside it).
-"""
+GIL while it waits, and prepared statements where the connection takes them (a
+`prepare_threshold` in the database's OPTIONS: each call prepared once per connection, as
+psycopg would have prepared it; without one, Django's default, none). Where it cannot be the
+same, the cursor's way is taken (driver.fetch()): where Django logs or wraps the statements,
+and in a transaction psycopg has yet to begin (it sends the BEGIN before a cursor's first
+statement; a call here would run outside it)."""
 
 from __future__ import annotations
 
 import datetime
 import functools
+import hashlib
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -31,6 +35,8 @@ BOOLEAN: Callable[[str], bool] = "t".__eq__
 """A boolean column's text ("t" or "f") as a bool."""
 
 TEXT: Callable[[str], str] = str
+
+_local = threading.local()  # this thread's prepared calls: alias -> (connection, names)
 
 
 def call_row(
@@ -47,12 +53,11 @@ def call_row(
     connection.validate_no_broken_transaction()
     with connection.wrap_database_errors:
         values = [_text(value, encoding) for value in params]
-        result = raw.pgconn.exec_params(_numbered(sql), values, result_format=0)
-        if result.status != pq.ExecStatus.TUPLES_OK:
-            if raw.pgconn.status == pq.ConnStatus.BAD:  # lost: psycopg's error for it
-                message = (result.error_message or raw.pgconn.error_message).decode(encoding)
-                raise errors.OperationalError(message.strip() or "the connection was lost")
-            raise errors.error_from_result(result, encoding=encoding)
+        if raw.prepare_threshold is None:  # prepared statements not wanted (Django's default)
+            result = raw.pgconn.exec_params(_numbered(sql), values, result_format=0)
+        else:
+            result = raw.pgconn.exec_prepared(_prepared(connection, raw, sql), values)
+        _check(raw, result, pq.ExecStatus.TUPLES_OK, encoding)
     if result.ntuples == 0:
         return None
     row = (result.get_value(0, column) for column in range(result.nfields))
@@ -76,6 +81,38 @@ def _raw_connection(connection: Any) -> Any:
     ):
         return raw
     return None
+
+
+def _prepared(connection: Any, raw: Any, sql: str) -> bytes:
+    """The name of `sql` prepared on `raw`, prepared now if it is not yet: once per connection,
+    as psycopg prepares its own statements (named apart from its "_pg3_" ones)."""
+    kept = getattr(_local, "prepared", None)
+    if kept is None:
+        kept = _local.prepared = {}
+    entry = kept.get(connection.alias)
+    if entry is None or entry[0] is not raw:
+        entry = kept[connection.alias] = (raw, set[bytes]())
+    name = _name(sql)
+    if name not in entry[1]:
+        prepared = raw.pgconn.prepare(name, _numbered(sql))
+        _check(raw, prepared, pq.ExecStatus.COMMAND_OK, raw.info.encoding)
+        entry[1].add(name)
+    return name
+
+
+@functools.lru_cache(maxsize=64)
+def _name(sql: str) -> bytes:
+    return b"dw_" + hashlib.sha1(sql.encode()).hexdigest()[:16].encode()
+
+
+def _check(raw: Any, result: Any, expected: Any, encoding: str) -> None:
+    """Raise psycopg's error for `result` unless its status is `expected`."""
+    if result.status == expected:
+        return
+    if raw.pgconn.status == pq.ConnStatus.BAD:  # the connection is lost: psycopg's error for it
+        message = (result.error_message or raw.pgconn.error_message).decode(encoding)
+        raise errors.OperationalError(message.strip() or "the connection was lost")
+    raise errors.error_from_result(result, encoding=encoding)
 
 
 @functools.lru_cache(maxsize=64)
