@@ -155,12 +155,23 @@ def test_calls_are_prepared_once_where_the_connection_takes_prepared_statements(
         for text in ("b", "c"):
             assert libpq.call_row(connection, "SELECT %s::text", [text], [libpq.TEXT]) == (text,)
         (name,) = prepared_names()
-        # prepared statements outlive a rolled-back transaction, and the call goes on using it
+        # psycopg deallocates every statement after a ROLLBACK while it holds its own: the
+        # next call prepares its statement again rather than fail
+        with connection.cursor() as cursor:
+            cursor.execute("DEALLOCATE ALL")
+        assert prepared_names() == set()
+        assert libpq.call_row(connection, "SELECT %s::text", ["d"], [libpq.TEXT]) == ("d",)
+        assert prepared_names() == {name}
+        # inside a transaction a call is not prepared: were its statement gone, its failure
+        # would abort the transaction
+        with connection.cursor() as cursor:
+            cursor.execute("DEALLOCATE ALL")
         with pytest.raises(RuntimeError), transaction.atomic():
             driver.fetch(connection, "SELECT 1", [])
-            assert libpq.call_row(connection, "SELECT %s::text", ["d"], [libpq.TEXT]) == ("d",)
+            assert libpq.call_row(connection, "SELECT %s::text", ["e"], [libpq.TEXT]) == ("e",)
+            assert prepared_names() == set()
             raise RuntimeError("roll back")
-        assert libpq.call_row(connection, "SELECT %s::text", ["e"], [libpq.TEXT]) == ("e",)
+        assert libpq.call_row(connection, "SELECT %s::text", ["f"], [libpq.TEXT]) == ("f",)
         assert prepared_names() == {name}
         with pytest.raises(DatabaseError):  # a statement that cannot be prepared: its error
             libpq.call_row(connection, "SELECT x FROM dw_no_such_table", [], [])

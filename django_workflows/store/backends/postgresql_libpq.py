@@ -12,8 +12,9 @@ worker's CPU per call against 76-108 us on a kept cursor; benchmarks/statement_c
 The call is psycopg's in every other way: the connection's encoding, its errors (raised from
 the result as psycopg raises them, then made Django's as a cursor's are), libpq releasing the
 GIL while it waits, and prepared statements where the connection takes them (a
-`prepare_threshold` in the database's OPTIONS: each call prepared once per connection, as
-psycopg would have prepared it; without one, Django's default, none). Where it cannot be the
+`prepare_threshold` in the database's OPTIONS: each call outside a transaction, as the worker
+makes them, prepared once per connection, as psycopg would have prepared it; without one,
+Django's default, none). Where it cannot be the
 same, the cursor's way is taken (driver.fetch()): where Django logs or wraps the statements,
 and in a transaction psycopg has yet to begin (it sends the BEGIN before a cursor's first
 statement; a call here would run outside it)."""
@@ -53,10 +54,13 @@ def call_row(
     connection.validate_no_broken_transaction()
     with connection.wrap_database_errors:
         values = [_text(value, encoding) for value in params]
-        if raw.prepare_threshold is None:  # prepared statements not wanted (Django's default)
+        if (
+            raw.prepare_threshold is None  # prepared statements not wanted (Django's default)
+            or raw.pgconn.transaction_status != pq.TransactionStatus.IDLE
+        ):
             result = raw.pgconn.exec_params(_numbered(sql), values, result_format=0)
         else:
-            result = raw.pgconn.exec_prepared(_prepared(connection, raw, sql), values)
+            result = _exec_prepared(connection, raw, sql, values)
         _check(raw, result, pq.ExecStatus.TUPLES_OK, encoding)
     if result.ntuples == 0:
         return None
@@ -83,9 +87,13 @@ def _raw_connection(connection: Any) -> Any:
     return None
 
 
-def _prepared(connection: Any, raw: Any, sql: str) -> bytes:
-    """The name of `sql` prepared on `raw`, prepared now if it is not yet: once per connection,
-    as psycopg prepares its own statements (named apart from its "_pg3_" ones)."""
+def _exec_prepared(connection: Any, raw: Any, sql: str, values: list[bytes | None]) -> Any:
+    """`sql` run with `values` as a statement prepared on `raw`, outside a transaction: prepared
+    at its first call on the connection, and again if it is gone. psycopg deallocates every
+    prepared statement of the connection (DEALLOCATE ALL) after a ROLLBACK, a DROP or an ALTER
+    while it holds its own; outside a transaction the call that finds it gone changed nothing,
+    and runs again once prepared anew. (Inside one its failure would abort the transaction:
+    there the call is not prepared.)"""
     kept = getattr(_local, "prepared", None)
     if kept is None:
         kept = _local.prepared = {}
@@ -93,11 +101,19 @@ def _prepared(connection: Any, raw: Any, sql: str) -> bytes:
     if entry is None or entry[0] is not raw:
         entry = kept[connection.alias] = (raw, set[bytes]())
     name = _name(sql)
-    if name not in entry[1]:
-        prepared = raw.pgconn.prepare(name, _numbered(sql))
-        _check(raw, prepared, pq.ExecStatus.COMMAND_OK, raw.info.encoding)
-        entry[1].add(name)
-    return name
+    for _ in range(2):
+        if name not in entry[1]:
+            prepared = raw.pgconn.prepare(name, _numbered(sql))
+            _check(raw, prepared, pq.ExecStatus.COMMAND_OK, raw.info.encoding)
+            entry[1].add(name)
+        result = raw.pgconn.exec_prepared(name, values)
+        if result.error_field(pq.DiagnosticField.SQLSTATE) != _NO_SUCH_STATEMENT:
+            break
+        entry[1].discard(name)
+    return result
+
+
+_NO_SUCH_STATEMENT = b"26000"  # invalid_sql_statement_name
 
 
 @functools.lru_cache(maxsize=64)
