@@ -14,10 +14,10 @@ the result as psycopg raises them, then made Django's as a cursor's are), libpq 
 GIL while it waits, and prepared statements where the connection takes them (a
 `prepare_threshold` in the database's OPTIONS: each call outside a transaction, as the worker
 makes them, prepared once per connection, as psycopg would have prepared it; without one,
-Django's default, none). Where it cannot be the
-same, the cursor's way is taken (driver.fetch()): where Django logs or wraps the statements,
-and in a transaction psycopg has yet to begin (it sends the BEGIN before a cursor's first
-statement; a call here would run outside it)."""
+Django's default, none). Where it cannot be the same, the cursor's way is taken
+(driver.fetch()): where Django logs or wraps the statements, and in a transaction psycopg has
+yet to begin (it sends the BEGIN before a cursor's first statement; a call here would run
+outside it)."""
 
 from __future__ import annotations
 
