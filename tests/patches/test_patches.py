@@ -4,6 +4,7 @@ the patched one (as a deploy does) and runs the instances again on a real worker
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -284,8 +285,17 @@ def test_a_patch_in_a_gather_branch_ignores_the_other_branches_entries(
         def passed() -> str:
             return _do(ran, ctx, "a-old")
 
+        def after_the_others(step: Any) -> str:
+            # Once this branch's sleep parks the instance, new steps in the others wait for its
+            # wake: the others' steps run first here, however the threads are scheduled.
+            deadline = time.monotonic() + 30
+            while not {"old:a-old", "old:c"} <= set(ran) and time.monotonic() < deadline:
+                time.sleep(0.01)
+            ran.append("old:b-first")
+            return "b-first"
+
         def waiting() -> str:
-            _do(ran, ctx, "b-first")  # starts with the others' steps, before the sleep parks
+            ctx.step("b-first", after_the_others)
             ctx.sleep("b-hold", "1h")
             return _do(ran, ctx, "b-old")
 
