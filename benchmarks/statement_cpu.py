@@ -7,10 +7,10 @@ mysqlclient's connection) and through a new Django cursor each, as before.
     DB=mysql BENCH_DB_NAME=bench python benchmarks/statement_cpu.py [N] [ROUNDS]
 
 On PostgreSQL one statement of a write's shape (two text parameters, a JSON document, a text
-and an integer; one row back; through libpq, the integer sent as text as the rest); on MySQL and MariaDB a batch of a write's shape (START
-TRANSACTION, a statement with those parameters and its row, a statement without a result,
-COMMIT). Each round sends it N times each way, the ways taking turns a hundred calls at a
-time, and prints the thread's CPU
+and an integer; one row back; through libpq, the integer sent as text as the rest); on MySQL
+and MariaDB a batch of a write's shape (START TRANSACTION, a statement with those parameters
+and its row, a statement without a result, COMMIT). Each round sends it N times each way, the
+ways taking turns a hundred calls at a time, and prints the thread's CPU
 (`time.thread_time()`) per call. Needs no table: the benchmark database is only connected to.
 Figures are printed; nothing is asserted.
 """
