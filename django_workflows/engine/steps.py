@@ -127,7 +127,7 @@ def step(
             if retry_at is not None and retry_at > x.now():
                 x.suspend(wake_at=retry_at)
         # A gather branch that parks the instance: new steps in the others wait for it.
-        if x.gate.enter_step(x.suspension):
+        if x.gate.enter_step():
             raise x.interrupted(Suspend())
         try:
             attempt = (entry.get("attempt") or 0) + 1 if entry is not None else 1

@@ -53,7 +53,7 @@ class Stops(Replay):
         # failed; drain() raises it again once the instance is released.
         self.escaped: BaseException | None = None
         self.running_steps: set[StepContext] = set()
-        self.gate = StartGate()
+        self.gate = StartGate(self.suspension)
 
     def check_interrupts(self, name: str | None, entry: dict[str, Any] | None) -> None:
         """Before an operation that is not a replay: stop for a cancel, a timeout, a shutdown."""

@@ -63,26 +63,31 @@ class OwnerCalls:
 
 class StartGate:
     """Counts the threads running workflow code (not parked at a step's start, inside a step,
-    waiting for gather branches, or ended): a new step starts only once it is 0."""
+    waiting for gather branches, or ended): a new step starts only once it is 0.
 
-    def __init__(self) -> None:
+    The threads waiting at a step's start are released at the moment the count reaches 0, each
+    told then whether the instance is parked: a waiter slow to get the lock back still starts
+    with the others, even if one of them has meanwhile run its step and parked the instance."""
+
+    def __init__(self, suspension: Suspension) -> None:
+        self._suspension = suspension
         self._active = 1
+        self._waiting: list[_Ticket] = []
         self._quiet = threading.Condition()
 
-    def enter_step(self, suspension: Suspension) -> bool:
+    def enter_step(self) -> bool:
         """Before a step attempt starts: wait until no other thread runs workflow code, then
         True (the thread runs workflow code again) if one of them parked the instance. So a
         step in the same gather as a sleep or a wait starts after it, at every execution alike,
         whichever branch's thread runs first; and steps that reach their start together all
         start. Pair a False with leave_step()."""
+        ticket = _Ticket()
         with self._quiet:
+            self._waiting.append(ticket)
             self._active -= 1
-            self._quiet.notify_all()
-            self._quiet.wait_for(lambda: self._active <= 0)
-            if suspension.pending:
-                self._active += 1
-                return True
-            return False
+            self._release_if_quiet()
+            self._quiet.wait_for(lambda: ticket.parked is not None)
+        return bool(ticket.parked)
 
     def leave_step(self) -> None:
         """The thread that passed enter_step() runs workflow code again."""
@@ -93,4 +98,27 @@ class StartGate:
         """`delta` more threads run workflow code (fewer, when negative)."""
         with self._quiet:
             self._active += delta
-            self._quiet.notify_all()
+            self._release_if_quiet()
+
+    def _release_if_quiet(self) -> None:
+        """Under the lock: once no thread runs workflow code, release every waiter with the
+        instance's parking as it is now; those that will raise Suspend run workflow code."""
+        if self._active > 0 or not self._waiting:
+            return
+        parked = self._suspension.pending
+        for ticket in self._waiting:
+            ticket.parked = parked
+        if parked:
+            self._active += len(self._waiting)
+        self._waiting.clear()
+        self._quiet.notify_all()
+
+
+class _Ticket:
+    """A thread waiting at a step's start: whether the instance was parked when it was let
+    through (None while it waits)."""
+
+    __slots__ = ("parked",)
+
+    def __init__(self) -> None:
+        self.parked: bool | None = None
