@@ -69,8 +69,12 @@ def database_from_environment() -> dict[str, Any]:
     """The `default` database for the DB environment variable."""
     vendor = os.environ.get("DB", "sqlite") or "sqlite"
     if vendor == "sqlite":
-        # A file, not :memory:: tests run real threads, each with its own connection.
-        path = str(Path(tempfile.gettempdir()) / "django_workflows_test.sqlite3")
+        # A file, not :memory:: tests run real threads, each with its own connection. DB_NAME,
+        # when set, names it too, so that two runs at once on one machine keep apart; a path
+        # is the file itself (the test database, handed to the processes a test starts).
+        name = os.environ.get("DB_NAME", "")
+        file = f"django_workflows_test_{name}.sqlite3" if name else "django_workflows_test.sqlite3"
+        path = name if os.path.isabs(name) else str(Path(tempfile.gettempdir()) / file)
         # The documented set-up (docs/how-to/run-the-worker.md): WAL, synchronous=NORMAL,
         # IMMEDIATE transactions and a busy timeout; Django 4.2 gets the pragmas from
         # tests.testapp's connection_created receiver instead of init_command.

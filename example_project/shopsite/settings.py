@@ -66,6 +66,7 @@ def database_from_environment() -> dict[str, Any]:
     """
     vendor = os.environ.get("DB", "sqlite") or "sqlite"
     if vendor == "sqlite":
+        suffix = f"_{os.environ['DB_NAME']}" if os.environ.get("DB_NAME") else ""
         # The web server and the `runworkflows` worker share this file. A 30 s busy timeout and
         # BEGIN IMMEDIATE keep their transactions from failing with "database is locked"; WAL
         # lets readers read while one writes, and synchronous=NORMAL skips the fsync of every
@@ -80,7 +81,8 @@ def database_from_environment() -> dict[str, Any]:
             "NAME": BASE_DIR / "db.sqlite3",
             "OPTIONS": options,
             # A file, not :memory:, for the tests: the worker's threads each open a connection.
-            "TEST": {"NAME": str(Path(tempfile.gettempdir()) / "shop_test.sqlite3")},
+            # DB_NAME, when set, names it too: two runs at once on one machine keep apart.
+            "TEST": {"NAME": str(Path(tempfile.gettempdir()) / f"shop_test{suffix}.sqlite3")},
         }
     server = {
         "HOST": os.environ.get("DB_HOST", "127.0.0.1"),
