@@ -109,7 +109,7 @@ class Execution(Runtime):
                 self,
                 errors.WorkflowJournalLimitError(
                     f"The journal of instance {self.instance.id!r} reached its limit "
-                    f"({len(self.journal)} entries, {self._journal_bytes} bytes)."
+                    f"({len(self.journal)} entries, {self.journal_bytes()} bytes)."
                 ),
             )
         except ReplayEnd:

@@ -51,9 +51,12 @@ class Replay(Guards):
         # Taken by the runs before a ctx.continue_as_new() (continuation.py).
         self.consumed.update(self.journal.get(journal.CONTINUED, {}).get("consumed", ()))
         self.replay_only = False
-        # Each entry's size as JSON, kept so a rewritten entry costs one measurement, not two.
-        self._sizes = {name: size(doc) for name, doc in self.journal.items()}
-        self._journal_bytes = sum(self._sizes.values())
+        # Each entry's size as JSON, measured only when the journal's limits are checked (before
+        # a new entry): a step's running entry, replaced by its end before the next check, is
+        # never measured. `_unsized`: the entries changed since.
+        self._sizes: dict[str, int] = {}
+        self._unsized: set[str] = set(self.journal)
+        self._journal_bytes = 0
         self._warn_journal = False
         self._counters: dict[tuple[int, ...], int] = {}
         self._children: dict[str, int] = {}  # children started in this run, per workflow
@@ -141,17 +144,26 @@ class Replay(Guards):
         return doc
 
     def keep(self, name: str, doc: dict[str, Any]) -> None:
-        """Hold `doc` as the entry `name` (the caller holds the lock), counting its bytes."""
-        new = size(doc)
-        self._journal_bytes += new - self._sizes.get(name, 0)
-        self._sizes[name] = new
+        """Hold `doc` as the entry `name` (the caller holds the lock); journal_bytes() counts
+        its bytes."""
         self.journal[name] = doc
+        self._unsized.add(name)
+
+    def journal_bytes(self) -> int:
+        """The journal's size as JSON: its entries' bytes of UTF-8."""
+        with self._lock:
+            for name in self._unsized:
+                new = size(self.journal[name])
+                self._journal_bytes += new - self._sizes.get(name, 0)
+                self._sizes[name] = new
+            self._unsized.clear()
+            return self._journal_bytes
 
     def _check_journal_limits(self, kind: str | None) -> None:
         """Raise JournalFull before a new entry past JOURNAL's limits (a compensation's entry
         is never refused), and send `journal-large` once past its warning marks."""
         limits = get_settings().journal
-        entries, used = len(self.journal), self._journal_bytes
+        entries, used = len(self.journal), self.journal_bytes()
         if kind != "compensation" and (entries >= limits.max_entries or used >= limits.max_bytes):
             raise self.interrupted(JournalFull())
         if not self.instance.journal_warned and (

@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 
 import django_workflows as wf
+from django_workflows.jsonvalues import size
+from django_workflows.models import JournalEntry
 from tests.core.helpers import order
 
 pytestmark = pytest.mark.django_db
@@ -96,3 +98,22 @@ def test_journal_limits_are_measured_in_bytes_too(world, workflow_clock, setting
     status = wf.get_status("bytes")
     assert status.status == "failed"
     assert status.error["name"] == "WorkflowJournalLimitError"
+
+
+def test_the_journal_is_measured_as_its_entries_are_stored(
+    define, workflow_clock, settings, events
+):
+    settings.DJANGO_WORKFLOWS = {"JOURNAL": {"WARN_BYTES": 1000}}
+
+    @define("measured")
+    def measured(ctx, input):
+        for i in range(8):
+            ctx.step(f"load-{i}", lambda step: "é" * 100)  # two bytes each in UTF-8
+
+    wf.start("measured", None, id="measured")
+    wf.drain()
+    (large,) = [e for e in events if e.type == "journal-large"]
+    stored = JournalEntry.objects.get(instance_id="measured", name="load-0").document
+    # Every entry before the one about to start, each as it ended (not as it started).
+    assert large.data["bytes"] == (large.data["entries"] - 1) * size(stored)
+    assert large.data["bytes"] >= 1000 > large.data["bytes"] - size(stored)
