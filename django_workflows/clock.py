@@ -75,4 +75,4 @@ def now() -> datetime:
         raise ValueError(
             "The workflow clock returned a naive datetime; clocks must return aware ones."
         )
-    return value.astimezone(UTC)
+    return value if value.tzinfo is UTC else value.astimezone(UTC)

@@ -74,14 +74,25 @@ class WorkflowEvent:
     data: dict[str, Any] = field(default_factory=dict)
 
 
+def _level(type: str) -> int:
+    return (
+        logging.WARNING if type in _WARNINGS else logging.DEBUG if type in _DEBUG else logging.INFO
+    )
+
+
+def wanted(type: str) -> bool:
+    """Whether an event of `type` would be logged or received: emit() does nothing when not,
+    so a caller may skip building it (a drain emits several per workflow)."""
+    # send_robust() itself returns at once on an empty receivers list.
+    return bool(workflow_event.receivers) or logger.isEnabledFor(_level(type))
+
+
 def emit(
     type: str, *, id: str, workflow: str, version: int | None, at: datetime, **data: Any
 ) -> None:
     """Log the event and send workflow_event; a failing receiver is logged, never raised."""
     event = WorkflowEvent(type=type, id=id, workflow=workflow, version=version, at=at, data=data)
-    level = (
-        logging.WARNING if type in _WARNINGS else logging.DEBUG if type in _DEBUG else logging.INFO
-    )
+    level = _level(type)
     if logger.isEnabledFor(level):
         details = " ".join(
             f"{key}={value!r}" for key, value in data.items() if key not in _UNLOGGED

@@ -11,7 +11,7 @@ from typing import Any
 from .. import clock, errors
 from ..definitions import Workflow
 from ..errors import WorkflowInterrupt
-from ..events import emit
+from ..events import emit, wanted
 from ..models import WorkflowInstance
 
 
@@ -33,6 +33,8 @@ class Guards:
         return clock.now()
 
     def _emit(self, type: str, **data: Any) -> None:
+        if not wanted(type):
+            return
         emit(
             type,
             id=self.instance.id,

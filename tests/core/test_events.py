@@ -159,3 +159,31 @@ def test_a_receiver_that_fails_does_not_break_the_workflow(world, workflow_clock
     finally:
         workflow_event.disconnect(broken)
     assert wf.get_status("w").status == "completed"
+
+
+def test_without_receivers_events_are_still_logged_at_their_levels(define, workflow_clock, caplog):
+    from django_workflows.events import workflow_event
+
+    @define("one-step")
+    def one_step(ctx, input):
+        return ctx.step("s", lambda step: input)
+
+    assert not workflow_event.receivers  # an event nobody receives is built only to be logged
+    with caplog.at_level("INFO", logger="django_workflows"):
+        wf.start("one-step", 1, id="a")
+        wf.drain()
+    logged = [r.getMessage().split()[0] for r in caplog.records if r.name == "django_workflows"]
+    assert "workflow-started" in logged and "workflow-completed" in logged
+    assert "step-completed" not in logged  # DEBUG
+    caplog.clear()
+    with caplog.at_level("DEBUG", logger="django_workflows"):
+        wf.start("one-step", 2, id="b")
+        wf.drain()
+    logged = [r.getMessage().split()[0] for r in caplog.records if r.name == "django_workflows"]
+    assert "step-completed" in logged
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="django_workflows"):
+        wf.start("one-step", 3, id="c")
+        wf.drain()
+    assert wf.get_status("c").output == 3
+    assert not [r for r in caplog.records if r.name == "django_workflows"]
