@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Case, F, Max, Q, Value, When
+from django.db import connections
+from django.db.models import Case, F, Q, Value, When
 
 from ..errors import WorkflowPayloadError
 from ..models import JournalEntry, Signal, Status, WorkflowInstance
@@ -37,7 +38,21 @@ class Claim:
 
 
 def last_signal_id(using: str) -> int:
-    return Signal.objects.using(using).aggregate(last=Max("id"))["last"] or 0
+    """The newest signal's id, 0 before the first: what an instance started or claimed now has
+    seen. By hand: the ORM's aggregate() built its query again at every start() and claim
+    (about a tenth of a start()'s CPU)."""
+    connection = connections[using]
+    sql = _LAST_SIGNAL.get(connection.vendor)
+    if sql is None:
+        name, meta = connection.ops.quote_name, Signal._meta
+        sql = f"SELECT MAX({name(str(meta.pk.column))}) FROM {name(meta.db_table)}"
+        _LAST_SIGNAL[connection.vendor] = sql
+    with connection.cursor() as cursor:
+        cursor.execute(sql)
+        return int(cursor.fetchone()[0] or 0)
+
+
+_LAST_SIGNAL: dict[str, str] = {}  # last_signal_id()'s statement, by database vendor
 
 
 @retries_deadlocks

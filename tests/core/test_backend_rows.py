@@ -1,5 +1,5 @@
 """An instance's row as the backend writes and reads it by hand is the row the ORM writes and
-the instance the ORM loads: the hand-written insert (start(), a schedule tick's batch) and the
+the instance the ORM loads: the hand-written insert (start(), a schedule tick's batch; on every database) and the
 claim's read-back (SQLite), every column of them."""
 
 from __future__ import annotations
@@ -76,6 +76,15 @@ def test_the_backends_insert_writes_the_row_the_orm_writes():
     assert insert_rows([every_field("by-orm")], connection.alias, OnConflict.IGNORE, []) == 1
     assert backend(connection.alias).insert_ignore_many([every_field("by-backend")]) == 1
     assert stored_row("by-backend") == stored_row("by-orm")
+
+
+def test_the_backends_insert_sends_a_bool_in_an_integer_column_as_the_orm_does():
+    # PostgreSQL reads a bool sent as it is as a boolean, which an integer column refuses.
+    changes = {"priority": True, "custom_status": False}
+    insert_rows([every_field("by-orm", **changes)], connection.alias, OnConflict.IGNORE, [])
+    assert backend(connection.alias).insert_ignore(every_field("by-backend", **changes))
+    assert stored_row("by-backend") == stored_row("by-orm")
+    assert WorkflowInstance.objects.get(pk="by-backend").priority == 1
 
 
 def test_the_backends_insert_ignores_the_ids_that_exist_and_counts_the_others():

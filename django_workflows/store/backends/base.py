@@ -24,6 +24,8 @@ from django.db.models.constants import OnConflict
 from django.db.models.fields import AutoFieldMixin
 from django.db.models.sql import InsertQuery
 
+from . import params
+
 if TYPE_CHECKING:
     from django.db.backends.base.base import BaseDatabaseWrapper
 
@@ -144,12 +146,13 @@ class Backend:
         """INSERT the row unless its key exists (ON CONFLICT DO NOTHING / INSERT IGNORE / OR
         IGNORE). Returns whether it inserted. Never catches a duplicate-key error: inside the
         caller's transaction on PostgreSQL that would abort the whole transaction."""
-        return insert(obj, self.alias, OnConflict.IGNORE, []) == 1
+        return self.insert_ignore_many([obj]) == 1
 
     def insert_ignore_many(self, objs: Sequence[Model]) -> int:
-        """INSERT the rows, of one model, in one statement, each unless its key exists (as
-        insert_ignore()). Returns how many it inserted."""
-        return insert_rows(objs, self.alias, OnConflict.IGNORE, []) if objs else 0
+        """INSERT the rows, of one model, in as few statements as the database's parameter
+        limit allows, each unless its key exists (as insert_ignore()), by hand (params.py).
+        Returns how many it inserted."""
+        return params.insert_ignore(objs, self.connection) if objs else 0
 
     def insert_or_lock(self, obj: Model, key_field: str) -> None:
         """INSERT the row unless its unique key exists; the caller locks it FOR UPDATE next.
@@ -406,7 +409,7 @@ def insert_rows(
         for first_row in range(0, len(objs), size):
             query = InsertQuery(model, on_conflict=on_conflict, update_fields=update_fields)
             query.insert_values(fields, list(objs[first_row : first_row + size]))
-            for sql, params in query.get_compiler(using=using).as_sql():
-                cursor.execute(sql, params)
+            for sql, values in query.get_compiler(using=using).as_sql():
+                cursor.execute(sql, values)
                 inserted += max(cursor.rowcount, 0)
     return inserted

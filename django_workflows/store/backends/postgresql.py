@@ -6,12 +6,13 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from django.core.checks import CheckMessage, Error
 from django.db import transaction
-from django.db.models import BooleanField, Q
+from django.db.models import BooleanField, Model, Q
+from django.db.models.constants import OnConflict
 from django.db.models.expressions import RawSQL
 from django.db.models.lookups import Exact
 
@@ -29,7 +30,7 @@ from . import driver
 from . import postgresql_claims as claims
 from . import postgresql_libpq as libpq
 from . import postgresql_writes as writes_sql
-from .base import ENDED_CHANNEL, NOTIFY_CHANNEL, Backend
+from .base import ENDED_CHANNEL, NOTIFY_CHANNEL, Backend, insert_rows
 from .postgresql_claims import LEASE_CLASS
 from .rows import InstanceRows
 from .writes import (
@@ -54,6 +55,9 @@ _DEADLOCK_STATES = {"40P01", "40001"}  # deadlock_detected, serialization_failur
 _JSON_COLUMNS = {"input", "output", "error", "custom_status"}
 _FLAG_COLUMNS = (libpq.BOOLEAN, libpq.BOOLEAN, libpq.TEXT)
 """The write functions' row: cancel_requested, terminate_requested, cancel_reason."""
+
+_VOID = (libpq.TEXT,)
+"""pg_notify()'s row: one NULL."""
 
 
 class PostgreSQLBackend(Backend):
@@ -125,13 +129,22 @@ class PostgreSQLBackend(Backend):
         cause = error.__cause__ or error
         return getattr(cause, "sqlstate", None) in _DEADLOCK_STATES
 
+    def insert_ignore_many(self, objs: Sequence[Model]) -> int:
+        # A batch (a schedule tick's) by the ORM: from Django 5.2 it sends one array per column
+        # through UNNEST, fewer parameters to quote than the rows' own (0.24-0.29 ms of a
+        # tick's CPU per schedule, against 0.30-0.35 ms by hand). One row (a start()) by hand.
+        if len(objs) > 1:
+            return insert_rows(objs, self.alias, OnConflict.IGNORE, [])
+        return super().insert_ignore_many(objs)
+
     def notify(self) -> None:
-        with self.connection.cursor() as cursor:
-            cursor.execute("SELECT pg_notify(%s, '')", [NOTIFY_CHANNEL])
+        # Through libpq, as the writes: a cursor's machinery was a tenth of a start()'s CPU.
+        libpq.call_row(self.connection, "SELECT pg_notify(%s, '')", [NOTIFY_CHANNEL], _VOID)
 
     def notify_ended(self, instance_id: str) -> None:
-        with self.connection.cursor() as cursor:
-            cursor.execute("SELECT pg_notify(%s, %s)", [ENDED_CHANNEL, instance_id])
+        libpq.call_row(
+            self.connection, "SELECT pg_notify(%s, %s)", [ENDED_CHANNEL, instance_id], _VOID
+        )
 
     def listen(
         self,

@@ -5,18 +5,17 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import django
 from django.core.checks import CheckMessage, Warning
 from django.db import OperationalError, transaction
-from django.db.models import Model
 from django.db.models.constants import OnConflict
-from django.db.models.fields import AutoFieldMixin
 
 from ...models import FINISHED, JournalEntry, Signal, Status, StoreLock, WorkflowInstance
 from .base import Backend
+from .params import plain_kind, prepared
 from .rows import INSTANCE_COLUMNS, InstanceRows
 from .writes import UNSET, fast_writable, unpark_statement, write_changes
 
@@ -28,43 +27,7 @@ _FLAGS = ("cancel_requested", "terminate_requested", "cancel_reason", "awaited")
 
 _FLAG_SET = frozenset(_FLAGS)
 
-_PLAIN_TYPES: dict[str, type] = {
-    "CharField": str,
-    "TextField": str,
-    "BooleanField": bool,
-    "IntegerField": int,
-    "BigIntegerField": int,
-    "SmallIntegerField": int,
-    "PositiveIntegerField": int,
-    "PositiveBigIntegerField": int,
-    "PositiveSmallIntegerField": int,
-}
-"""The fields whose values of this type (a str enum, a bool for an int) SQLite stores as the
-ORM would after get_db_prep_save, which hands them back as they are or as int(), by
-get_internal_type() (_prepare)."""
-
 _DOCUMENT: Any = JournalEntry._meta.get_field("document")
-
-
-def _plain_kind(field: Any) -> type | None:
-    """The type of a value `field` sends as it is (_PLAIN_TYPES), None if each goes through
-    get_db_prep_save()."""
-    return _PLAIN_TYPES.get(field.get_internal_type())
-
-
-def _prepare(field: Any, kind: type | None, value: Any, connection: Any) -> Any:
-    """`value` as the ORM sends it for `field` (of _plain_kind `kind`): a NULL, and a value of
-    the plain kind, as they are; anything else through the field's get_db_prep_save()."""
-    if value is None or (kind is not None and isinstance(value, kind)):
-        return value
-    return field.get_db_prep_save(value, connection)
-
-
-def _prepared(fields: list[Any], changes: dict[str, Any], connection: Any) -> list[Any]:
-    return [
-        _prepare(field, kind, value, connection)
-        for (field, kind), value in zip(fields, changes.values(), strict=True)
-    ]
 
 
 class SQLiteBackend(Backend):
@@ -172,7 +135,7 @@ class SQLiteBackend(Backend):
             self._take_write_lock(connection)  # Django 4.2: the lock before a read
             if returning:
                 sql, fields = self._update_sql(tuple(changes), returning=True)
-                cursor.execute(sql, [*_prepared(fields, changes, connection), id, token])
+                cursor.execute(sql, [*prepared(fields, changes, connection), id, token])
                 rows = cursor.fetchall()
                 row = rows[0] if rows else None
             else:
@@ -199,7 +162,7 @@ class SQLiteBackend(Backend):
                     changes["wake_at"] = write.now if cancel_requested else wake_at
                 if changes:
                     sql, fields = self._update_sql(tuple(changes), returning=False)
-                    cursor.execute(sql, [*_prepared(fields, changes, connection), id])
+                    cursor.execute(sql, [*prepared(fields, changes, connection), id])
             unpark = unpark_statement(write, "parked")
             if unpark is not None:
                 cursor.execute(*unpark)
@@ -238,7 +201,7 @@ class SQLiteBackend(Backend):
             )
             if returning:
                 sql += f" AND lease_token = %s RETURNING {', '.join(_FLAGS)}"
-            built = self._statements[key] = (sql, [(f, _plain_kind(f)) for f in fields])
+            built = self._statements[key] = (sql, [(f, plain_kind(f)) for f in fields])
         return built  # type: ignore[no-any-return]
 
     def fast_claim(
@@ -314,51 +277,6 @@ class SQLiteBackend(Backend):
             )
             claimed = self.rows.instances(connection, cursor.fetchall())
         return claimed, last
-
-    def insert_ignore(self, obj: Model) -> bool:
-        return self.insert_ignore_many([obj]) == 1
-
-    def insert_ignore_many(self, objs: Sequence[Model]) -> int:
-        """INSERT OR IGNORE the rows, of one model, in as few statements as SQLite's parameter
-        limit allows, by hand: each value prepared as the ORM's insert prepares it (the
-        field's get_db_prep_save), but for a NULL, and a str, int or bool in a column of that
-        kind (str enums included), sent as they are (_prepare). The ORM compiled each of them
-        field by field, about half of a schedule tick's CPU. Returns how many it inserted."""
-        if not objs:
-            return 0
-        model = type(objs[0])
-        fields = [
-            f
-            for f in model._meta.local_concrete_fields
-            if not getattr(f, "generated", False)
-            and not (isinstance(f, AutoFieldMixin) and getattr(objs[0], f.attname) is None)
-        ]
-        connection = self.connection
-        columns = ", ".join(connection.ops.quote_name(str(f.column)) for f in fields)
-        row = f"({', '.join(['%s'] * len(fields))})"
-        plain = [_plain_kind(f) for f in fields]
-        size = max(1, connection.ops.bulk_batch_size(fields, objs))  # the parameter limit
-        inserted = 0
-        with connection.cursor() as cursor:
-            for first in range(0, len(objs), size):
-                batch = objs[first : first + size]
-                params: list[Any] = []
-                for obj in batch:
-                    for field, kind in zip(fields, plain, strict=True):
-                        if getattr(field, "auto_now", False) or getattr(
-                            field, "auto_now_add", False
-                        ):
-                            value = field.pre_save(obj, True)
-                        else:
-                            value = getattr(obj, field.attname)
-                        params.append(_prepare(field, kind, value, connection))
-                cursor.execute(
-                    f"INSERT OR IGNORE INTO {connection.ops.quote_name(model._meta.db_table)} "
-                    f"({columns}) VALUES {', '.join([row] * len(batch))}",
-                    params,
-                )
-                inserted += max(cursor.rowcount, 0)
-        return inserted
 
     def _check_journal_mode(self) -> list[CheckMessage]:
         connection: Any = self.connection  # the SQLite DatabaseWrapper
