@@ -1,0 +1,62 @@
+"""What one `start()` costs the process that calls it (a web request's share) and the server.
+
+    python benchmarks/start_cpu.py --db postgres [--starts 2000] [--rounds 3]
+
+Drops, re-creates and migrates the benchmark database (benchmarks/settings.py; BENCH_DB_NAME
+names it), then, each round, calls `start()` of the one-step `bench` workflow --starts times in
+this thread, one transaction each (as a view that starts a workflow in autocommit), each with a
+new id, and prints per start: this thread's CPU (`time.thread_time()`), on PostgreSQL the CPU of
+the connection's server process (its backend, from /proc), and the wall time. No worker runs.
+Fifty starts before each round warm the connection and the code up.
+
+BENCH_CODE=<checkout>: measure that checkout's django_workflows (e.g. another branch's) with
+this script. Figures are printed; nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(os.environ.get("BENCH_CODE") or Path(__file__).resolve().parent.parent).resolve()
+HERE = Path(__file__).resolve().parent.parent
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--db", choices=["sqlite", "postgres", "mysql"], default="postgres")
+    parser.add_argument("--starts", type=int, default=2000)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args(argv)
+    sys.path.insert(0, str(HERE))
+    sys.path.insert(0, str(ROOT))  # the measured code first
+    from benchmarks.harness import fresh_database
+
+    fresh_database(args.db)
+    from django.db import connection
+
+    import django_workflows as wf
+    from benchmarks.cpu import backend_seconds
+
+    server = backend_seconds(connection) if connection.vendor == "postgresql" else None
+    for round in range(1, args.rounds + 1):
+        for index in range(50):
+            wf.start("bench", {"steps": 1}, id=f"warm-{round}-{index}")
+        server_before = server() if server else 0.0
+        wall, cpu = time.perf_counter(), time.thread_time()
+        for index in range(args.starts):
+            wf.start("bench", {"steps": 1}, id=f"start-{round}-{index:06d}")
+        wall, cpu = time.perf_counter() - wall, time.thread_time() - cpu
+        per = 1000 / args.starts
+        print(
+            f"round {round}: per start: this thread's CPU {cpu * per:.3f} ms"
+            + (f", the server's {(server() - server_before) * per:.3f} ms" if server else "")
+            + f", wall {wall * per:.3f} ms"
+        )
+
+
+if __name__ == "__main__":
+    main()
