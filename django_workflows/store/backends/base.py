@@ -24,7 +24,7 @@ from django.db.models.constants import OnConflict
 from django.db.models.fields import AutoFieldMixin
 from django.db.models.sql import InsertQuery
 
-from . import params
+from .params import insert_unless_exists
 
 if TYPE_CHECKING:
     from django.db.backends.base.base import BaseDatabaseWrapper
@@ -152,7 +152,7 @@ class Backend:
         """INSERT the rows, of one model, in as few statements as the database's parameter
         limit allows, each unless its key exists (as insert_ignore()), by hand (params.py).
         Returns how many it inserted."""
-        return params.insert_ignore(objs, self.connection) if objs else 0
+        return insert_unless_exists(objs, self.connection) if objs else 0
 
     def insert_or_lock(self, obj: Model, key_field: str) -> None:
         """INSERT the row unless its unique key exists; the caller locks it FOR UPDATE next.

@@ -61,7 +61,7 @@ def _saved_by_field(field: Any) -> bool:
     return bool(getattr(field, "auto_now", False) or getattr(field, "auto_now_add", False))
 
 
-def insert_ignore(objs: Sequence[Model], connection: Any) -> int:
+def insert_unless_exists(objs: Sequence[Model], connection: Any) -> int:
     """INSERT the rows `objs`, of one model and with the same fields set, each unless its key
     exists (the database's own INSERT IGNORE, INSERT OR IGNORE or ON CONFLICT DO NOTHING, as
     the ORM writes it), in as few statements as the database's parameter limit allows. Returns
@@ -94,11 +94,11 @@ def _auto_pk_unset(obj: Model) -> bool:
 
 
 _Insert = tuple[str, str, str, list[tuple[Any, type | None, bool]]]
-_inserts: dict[tuple[str, type[Model], bool], _Insert] = {}  # insert_ignore()'s, built once
+_inserts: dict[tuple[str, type[Model], bool], _Insert] = {}  # insert_unless_exists()'s, built once
 
 
 def _insert(connection: Any, model: type[Model], auto_pk_unset: bool) -> _Insert:
-    """insert_ignore()'s statement for `model` on `connection`'s database: its head (up to
+    """insert_unless_exists()'s statement for `model` on `connection`'s database: its head (up to
     VALUES), one row's placeholders, its suffix, and the columns' fields (each with its
     plain_kind and whether it sets its value as the row is saved)."""
     key = (connection.vendor, model, auto_pk_unset)
