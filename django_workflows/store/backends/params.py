@@ -3,10 +3,11 @@ statement would send it, without compiling a query.
 
 The ORM prepares every value of an INSERT field by field (pre_save, get_db_prep_save, then its
 own checks for expressions) at every statement: for an instance's 36 columns that was about a
-fifth of a `start()`'s CPU, and half of a schedule tick's. Here a NULL, and a str, int or bool
-in a column of that kind, are sent as they are (get_db_prep_save would hand them back as they
-are, or as int()); anything else, a datetime or a JSON document, still goes through the field's
-get_db_prep_save(), so each database receives what the ORM would have sent it."""
+fifth of a `start()`'s CPU, and on SQLite half of a schedule tick's. Here a NULL, and a str,
+int or bool in a column of that kind, are sent as they are (get_db_prep_save would hand them
+back as they are, or as int()); anything else, a datetime or a JSON document, still goes
+through the field's get_db_prep_save(), so each database receives what the ORM would have sent
+it."""
 
 from __future__ import annotations
 
