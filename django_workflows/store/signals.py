@@ -7,10 +7,10 @@ from datetime import datetime
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Case, F, Min, Q, Value, When
+from django.db.models import Min
 
 from ..errors import WorkflowIdConflictError
-from ..models import Signal, Status, Wait, WorkflowInstance
+from ..models import Signal
 from . import payloads
 from .backends import backend
 from .deadlocks import retries_deadlocks
@@ -73,22 +73,6 @@ def record_signal(
             signal.payload = payloads.encode_signal(signal, payload)
             Signal.objects.using(using).filter(pk=signal.pk).update(payload=signal.payload)
         woken = backend(using).wake_waiters(name=name, key=key, now=now)
-        if woken is NotImplemented:
-            waiting = Wait.objects.using(using).filter(signal=name)
-            waiting = (
-                waiting.filter(key=key) if key is not None else waiting.filter(key__isnull=True)
-            )
-            woken = (
-                WorkflowInstance.objects.using(using)
-                .filter(status=Status.SUSPENDED, pk__in=waiting.values("instance_id"))
-                .update(
-                    wake_at=Case(
-                        When(Q(wake_at__isnull=True) | Q(wake_at__gt=now), then=Value(now)),
-                        default=F("wake_at"),
-                    ),
-                    updated_at=now,
-                )
-            )
         return RecordedSignal(signal.id, woken, True, key)
 
 

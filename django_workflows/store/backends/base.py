@@ -276,9 +276,31 @@ class Backend:
 
     def wake_waiters(self, *, name: str, key: str | None, now: Any) -> Any:
         """Make due now (or keep an earlier wake time) every suspended instance with a wait
-        registered for signal `name` with exactly `key`: how many, or NotImplemented where the
-        ORM's UPDATE with a subquery on the waits does it."""
-        return NotImplemented
+        registered for signal `name` with exactly `key`: how many. One hand-written UPDATE with
+        a subquery on the waits: the ORM's, its CASE and filters built again at every signal(),
+        made a signal cost 1.0 ms of CPU on SQLite against 0.3 ms (benchmarks/start_cpu.py)."""
+        instances = apps.get_model("django_workflows", "WorkflowInstance")._meta
+        waits = apps.get_model("django_workflows", "Wait")._meta
+        quote = self.connection.ops.quote_name
+
+        def column(meta: Any, name: str) -> str:
+            return str(quote(meta.get_field(name).column))
+
+        wake_at, key_column = column(instances, "wake_at"), column(waits, "key")
+        match = f"{key_column} = %s" if key is not None else f"{key_column} IS NULL"
+        at = self.connection.ops.adapt_datetimefield_value(now)
+        with self.connection.cursor() as cursor:
+            cursor.execute(
+                f"UPDATE {quote(instances.db_table)} SET {wake_at} = CASE WHEN {wake_at} IS NULL "
+                f"OR {wake_at} > %s THEN %s ELSE {wake_at} END, "
+                f"{column(instances, 'updated_at')} = %s "
+                f"WHERE {column(instances, 'status')} = %s AND {column(instances, 'id')} IN "
+                f"(SELECT {column(waits, 'instance')} FROM {quote(waits.db_table)} "
+                f"WHERE {column(waits, 'signal')} = %s AND {match})",
+                # "suspended": Status.SUSPENDED (the models import this module)
+                [at, at, at, "suspended", name, *([key] if key is not None else [])],
+            )
+            return cursor.rowcount
 
     def listed_queues(self, limit: int) -> list[str]:
         """Up to `limit` queues, sorted, for the admin's queue filter: those of the instances
