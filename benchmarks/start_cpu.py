@@ -1,13 +1,16 @@
-"""What one `start()` costs the process that calls it (a web request's share) and the server.
+"""What one `start()` or `signal()` costs the process that calls it (a web request's share)
+and the server.
 
-    python benchmarks/start_cpu.py --db postgres [--starts 2000] [--rounds 3]
+    python benchmarks/start_cpu.py --db postgres [--starts 2000] [--rounds 3] [--call signal]
 
 Drops, re-creates and migrates the benchmark database (benchmarks/settings.py; BENCH_DB_NAME
 names it), then, each round, calls `start()` of the one-step `bench` workflow --starts times in
 this thread, one transaction each (as a view that starts a workflow in autocommit), each with a
 new id, and prints per start: this thread's CPU (`time.thread_time()`), on PostgreSQL the CPU of
 the connection's server process (its backend, from /proc), and the wall time. No worker runs.
-Fifty starts before each round warm the connection and the code up.
+Fifty starts before each round warm the connection and the code up. With `--call signal`, the
+same for `signal()` of a signal nobody waits for, each with a payload and a key of its own (the
+signal's INSERT and the UPDATE that finds no waiter).
 
 BENCH_CODE=<checkout>: measure that checkout's django_workflows (e.g. another branch's) with
 this script. Figures are printed; nothing is asserted.
@@ -30,6 +33,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--db", choices=["sqlite", "postgres", "mysql"], default="postgres")
     parser.add_argument("--starts", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--call", choices=["start", "signal"], default="start")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(HERE))
     sys.path.insert(0, str(ROOT))  # the measured code first
@@ -42,17 +46,24 @@ def main(argv: list[str] | None = None) -> None:
     from benchmarks.cpu import backend_seconds
 
     server = backend_seconds(connection) if connection.vendor == "postgresql" else None
+
+    def call(id: str) -> None:
+        if args.call == "start":
+            wf.start("bench", {"steps": 1}, id=id)
+        else:
+            wf.signal("bench-nobody-waits", {"sent": id}, key=id)
+
     for round in range(1, args.rounds + 1):
         for index in range(50):
-            wf.start("bench", {"steps": 1}, id=f"warm-{round}-{index}")
+            call(f"warm-{round}-{index}")
         server_before = server() if server else 0.0
         wall, cpu = time.perf_counter(), time.thread_time()
         for index in range(args.starts):
-            wf.start("bench", {"steps": 1}, id=f"start-{round}-{index:06d}")
+            call(f"{args.call}-{round}-{index:06d}")
         wall, cpu = time.perf_counter() - wall, time.thread_time() - cpu
         per = 1000 / args.starts
         print(
-            f"round {round}: per start: this thread's CPU {cpu * per:.3f} ms"
+            f"round {round}: per {args.call}: this thread's CPU {cpu * per:.3f} ms"
             + (f", the server's {(server() - server_before) * per:.3f} ms" if server else "")
             + f", wall {wall * per:.3f} ms"
         )
