@@ -3,6 +3,7 @@ waiting instance, while workers run it, deliver one per wait and keep the rest i
 
 from __future__ import annotations
 
+import logging
 import threading
 
 import pytest
@@ -15,7 +16,10 @@ from tests.races.conftest import race, threads_for
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_concurrent_updates_are_delivered_one_per_wait_and_the_rest_kept_in_order(define):
+def test_concurrent_updates_are_delivered_one_per_wait_and_the_rest_kept_in_order(define, caplog):
+    # The store logs every deadlock it runs again at DEBUG: a signal's wake-up and a claim of
+    # the same instance must lock it in the same order, and so never deadlock.
+    caplog.set_level(logging.DEBUG, logger="django_workflows")
     count = threads_for(server=50, sqlite=8)
     waits = count - 3  # three stay stored for waits that never come
 
@@ -36,7 +40,15 @@ def test_concurrent_updates_are_delivered_one_per_wait_and_the_rest_kept_in_orde
             if done:
                 return executed
 
-    drainer = threading.Thread(target=lambda: race([drain_loop]), daemon=True)
+    failed: list[BaseException] = []
+
+    def drain_thread() -> None:
+        try:
+            race([drain_loop])
+        except BaseException as error:  # reported below: a drainer that died fails the test
+            failed.append(error)
+
+    drainer = threading.Thread(target=drain_thread, daemon=True)
     drainer.start()
     try:
         results = race([lambda n=n: wf.update("busy", "add", n) for n in range(count)])
@@ -44,6 +56,9 @@ def test_concurrent_updates_are_delivered_one_per_wait_and_the_rest_kept_in_orde
         sent.set()
         drainer.join(120)
     assert not drainer.is_alive()
+    assert not failed, f"drain() raised in the drainer thread: {failed[0]!r}"
+    deadlocks = [r.getMessage() for r in caplog.records if r.getMessage().startswith("Deadlock")]
+    assert not deadlocks, deadlocks
     assert all(result.accepted for result in results)
     for _ in range(10):  # the last update may have woken it after the drainer's last round
         if not wf.drain():

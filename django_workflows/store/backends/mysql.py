@@ -312,13 +312,16 @@ class MySQLBackend(Backend):
         """A join from the waits: MariaDB before 11.1 runs an UPDATE's `IN (subquery)` as a
         dependent subquery, once for every suspended instance (3,300,000 index rows read, 18 s,
         a signal() with 100,000 suspended); the join reads the wait index, then each waiter by
-        its primary key."""
+        its primary key. STRAIGHT_JOIN holds the optimizer to that order: on a small table it
+        would read the instances by the status index first and lock its entry before the row,
+        the opposite order to a claim's update of that row (the row, then its entries in the
+        indexes it changes), and the two deadlocked."""
         instance, wait = WorkflowInstance._meta.db_table, Wait._meta.db_table
         at = self.connection.ops.adapt_datetimefield_value(now)
         match = "w.`key` = %s" if key is not None else "w.`key` IS NULL"
         with self.connection.cursor() as cursor:
             cursor.execute(
-                f"UPDATE {instance} i JOIN {wait} w ON w.instance_id = i.id "
+                f"UPDATE {wait} w STRAIGHT_JOIN {instance} i ON i.id = w.instance_id "
                 f"SET i.wake_at = CASE WHEN i.wake_at IS NULL OR i.wake_at > %s THEN %s "
                 f"ELSE i.wake_at END, i.updated_at = %s "
                 f"WHERE w.`signal` = %s AND {match} AND i.status = %s",
