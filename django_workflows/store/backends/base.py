@@ -40,6 +40,7 @@ ENDED_CHANNEL = "django_workflows_ended"
 _RELEASED = ("lease_token", "lease_owner", "lease_until")  # a schedule's lease, cleared
 
 _thread = threading.local()  # each thread's wake-up shard (Backend.notify)
+_WAKE_WAITERS: dict[tuple[str, bool], str] = {}  # Backend.wake_waiters()'s, by vendor and keyed
 
 
 class Backend:
@@ -277,29 +278,19 @@ class Backend:
     def wake_waiters(self, *, name: str, key: str | None, now: Any) -> Any:
         """Make due now (or keep an earlier wake time) every suspended instance with a wait
         registered for signal `name` with exactly `key`: how many. One hand-written UPDATE with
-        a subquery on the waits: the ORM's, its CASE and filters built again at every signal(),
-        made a signal cost 1.0 ms of CPU on SQLite against 0.3 ms (benchmarks/start_cpu.py)."""
-        instances = apps.get_model("django_workflows", "WorkflowInstance")._meta
-        waits = apps.get_model("django_workflows", "Wait")._meta
-        quote = self.connection.ops.quote_name
-
-        def column(meta: Any, name: str) -> str:
-            return str(quote(meta.get_field(name).column))
-
-        wake_at, key_column = column(instances, "wake_at"), column(waits, "key")
-        match = f"{key_column} = %s" if key is not None else f"{key_column} IS NULL"
+        a subquery on the waits, written once per database and kind of key: the ORM's, its CASE
+        and filters built again at every signal(), made a signal cost 1.0 ms of CPU on SQLite
+        against 0.3 ms (benchmarks/start_cpu.py)."""
+        keyed = key is not None
+        sql = _WAKE_WAITERS.get((self.connection.vendor, keyed))
+        if sql is None:
+            sql = _WAKE_WAITERS[self.connection.vendor, keyed] = _wake_waiters_sql(
+                self.connection, keyed
+            )
         at = self.connection.ops.adapt_datetimefield_value(now)
         with self.connection.cursor() as cursor:
-            cursor.execute(
-                f"UPDATE {quote(instances.db_table)} SET {wake_at} = CASE WHEN {wake_at} IS NULL "
-                f"OR {wake_at} > %s THEN %s ELSE {wake_at} END, "
-                f"{column(instances, 'updated_at')} = %s "
-                f"WHERE {column(instances, 'status')} = %s AND {column(instances, 'id')} IN "
-                f"(SELECT {column(waits, 'instance')} FROM {quote(waits.db_table)} "
-                f"WHERE {column(waits, 'signal')} = %s AND {match})",
-                # "suspended": Status.SUSPENDED (the models import this module)
-                [at, at, at, "suspended", name, *([key] if key is not None else [])],
-            )
+            # "suspended": Status.SUSPENDED (the models import this module)
+            cursor.execute(sql, [at, at, at, "suspended", name, *([key] if keyed else [])])
             return cursor.rowcount
 
     def listed_queues(self, limit: int) -> list[str]:
@@ -435,3 +426,25 @@ def insert_rows(
                 cursor.execute(sql, values)
                 inserted += max(cursor.rowcount, 0)
     return inserted
+
+
+def _wake_waiters_sql(connection: Any, keyed: bool) -> str:
+    """Backend.wake_waiters()'s UPDATE on `connection`'s database, for a key (`keyed`) or
+    none: its parameters are the wake time thrice, the status, the signal's name, the key."""
+    instances = apps.get_model("django_workflows", "WorkflowInstance")._meta
+    waits = apps.get_model("django_workflows", "Wait")._meta
+    quote = connection.ops.quote_name
+
+    def column(meta: Any, name: str) -> str:
+        return str(quote(meta.get_field(name).column))
+
+    wake_at, key_column = column(instances, "wake_at"), column(waits, "key")
+    match = f"{key_column} = %s" if keyed else f"{key_column} IS NULL"
+    return (
+        f"UPDATE {quote(instances.db_table)} SET {wake_at} = CASE WHEN {wake_at} IS NULL "
+        f"OR {wake_at} > %s THEN %s ELSE {wake_at} END, "
+        f"{column(instances, 'updated_at')} = %s "
+        f"WHERE {column(instances, 'status')} = %s AND {column(instances, 'id')} IN "
+        f"(SELECT {column(waits, 'instance')} FROM {quote(waits.db_table)} "
+        f"WHERE {column(waits, 'signal')} = %s AND {match})"
+    )

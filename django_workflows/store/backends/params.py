@@ -67,8 +67,8 @@ def insert_unless_exists(objs: Sequence[Model], connection: Any) -> int:
     exists (the database's own INSERT IGNORE, INSERT OR IGNORE or ON CONFLICT DO NOTHING, as
     the ORM writes it), in as few statements as the database's parameter limit allows. Returns
     how many it inserted."""
-    head, row, suffix, fields = _insert(connection, type(objs[0]), _auto_pk_unset(objs[0]))
-    size = max(1, connection.ops.bulk_batch_size([field for field, _, _ in fields], objs))
+    head, row, suffix, fields, columns = _insert(connection, type(objs[0]), _auto_pk_unset(objs[0]))
+    size = max(1, connection.ops.bulk_batch_size(columns, objs))
     inserted = 0
     with connection.cursor() as cursor:
         for first in range(0, len(objs), size):
@@ -94,14 +94,14 @@ def _auto_pk_unset(obj: Model) -> bool:
     return isinstance(pk, AutoFieldMixin) and getattr(obj, pk.attname) is None
 
 
-_Insert = tuple[str, str, str, list[tuple[Any, type | None, bool]]]
+_Insert = tuple[str, str, str, list[tuple[Any, type | None, bool]], list[Any]]
 _inserts: dict[tuple[str, type[Model], bool], _Insert] = {}  # insert_unless_exists()'s, built once
 
 
 def _insert(connection: Any, model: type[Model], auto_pk_unset: bool) -> _Insert:
     """insert_unless_exists()'s statement for `model` on `connection`'s database: its head (up to
     VALUES), one row's placeholders, its suffix, and the columns' fields (each with its
-    plain_kind and whether it sets its value as the row is saved)."""
+    plain_kind and whether it sets its value as the row is saved), and those fields alone."""
     key = (connection.vendor, model, auto_pk_unset)
     built = _inserts.get(key)
     if built is None:
@@ -120,5 +120,6 @@ def _insert(connection: Any, model: type[Model], auto_pk_unset: bool) -> _Insert
             f"({', '.join(['%s'] * len(fields))})",
             f" {suffix}" if suffix else "",
             [(f, plain_kind(f), _saved_by_field(f)) for f in fields],
+            fields,
         )
     return built
