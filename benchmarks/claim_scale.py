@@ -10,6 +10,11 @@ finds new due rows) and prints the median and p95, with the database's plan of t
 statements. The due instances never ran (`runs` 0), so a claim reads no journal for them, as for
 new work. Figures are printed; nothing is asserted.
 
+With `--stale-statistics` (PostgreSQL), the table is analyzed after the finished instances
+are in and before the due ones, and autovacuum is off for it: the claims then run as after a
+burst of starts that no ANALYZE has seen yet, when the planner's statistics say that few
+instances are due.
+
 With `--queues`, one due instance in a hundred waits in the queue "rare", nine in a hundred in
 "gpu", the others (and every finished one) in "default", and the claim is timed for five workers
 in turn: one of every queue, one of "rare" only (a small queue behind a big backlog), one of
@@ -52,6 +57,11 @@ def main() -> None:
         "--reuse", action="store_true", help="keep the tables of the last run (no fill)"
     )
     parser.add_argument("--drop-queue-index", action="store_true", help="PostgreSQL only")
+    parser.add_argument(
+        "--stale-statistics",
+        action="store_true",
+        help="PostgreSQL: the due instances come after the last ANALYZE",
+    )
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "benchmarks.settings")
@@ -102,6 +112,9 @@ def main() -> None:
                 fill.format(wake="NULL", queue="'default'", runs=1),
                 ["done-", "completed", now, now, args.finished],
             )
+            if args.stale_statistics:  # statistics of the finished alone, kept so
+                cursor.execute(f"ALTER TABLE {table} SET (autovacuum_enabled = false)")
+                cursor.execute(f"VACUUM ANALYZE {table}")
             cursor.execute(
                 fill.format(wake="%s - n * interval '1 millisecond'", queue=spread, runs=0),
                 ["due-", "pending", now, now, now, args.due],
@@ -120,7 +133,8 @@ def main() -> None:
                     f"lease_until = %s WHERE id LIKE 'held-%%'",
                     [now + timedelta(hours=1)],
                 )
-            cursor.execute(f"VACUUM ANALYZE {table}")
+            if not args.stale_statistics:
+                cursor.execute(f"VACUUM ANALYZE {table}")
         else:
             variable = (
                 "max_recursive_iterations"

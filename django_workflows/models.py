@@ -134,9 +134,13 @@ class WorkflowInstance(models.Model):
             # Claims: due instances by priority, then the most overdue. Partial where the
             # database has partial indexes, so finished and leased instances never slow a claim
             # down; elsewhere lease_until after the priority keeps the leased ones out of the
-            # claim's range (a claim reads lease_until IS NULL, then the lapsed leases).
+            # claim's range (a claim reads lease_until IS NULL, then the lapsed leases). The id
+            # last, as the claim's order has it: with the whole order in the index, the claim
+            # reads its first rows in index order whatever the planner's statistics say (with
+            # created_at last, PostgreSQL read and sorted every due row while its statistics
+            # said there were few, as after a burst of starts; migration 0018).
             DueIndex(
-                fields=["priority", "lease_until", "wake_at", "created_at"],
+                fields=["priority", "lease_until", "wake_at", "created_at", "id"],
                 name="dw_instance_due",
                 lease="free",
                 unparked="predicate",
@@ -145,7 +149,7 @@ class WorkflowInstance(models.Model):
             # from several queues reads one range per queue and merges them). The parked are a
             # column here, not out of it: the admin's list of queues reads its first column.
             DueIndex(
-                fields=["queue", "priority", "lease_until", "wake_at", "created_at"],
+                fields=["queue", "priority", "lease_until", "wake_at", "created_at", "id"],
                 name="dw_instance_queue_due",
                 lease="free",
                 unparked="column",

@@ -310,15 +310,18 @@ class PostgreSQLBackend(Backend):
         workflows: list[tuple[str, int]],
         queues: list[str] | None = None,
     ) -> Any:
-        """One statement: pick the due candidates FOR UPDATE SKIP LOCKED (claims.due_ranges),
+        """One statement (claims.claim_sql): pick the due candidates FOR UPDATE SKIP LOCKED,
         lease them, and return them with the last signal id."""
-        picks, params = claims.due_ranges(
-            columns="id", now=now, limit=limit, workflows=workflows, queues=queues
+        sql, params = claims.claim_sql(
+            owner=owner,
+            token=token,
+            now=now,
+            lease_until=lease_until,
+            limit=limit,
+            workflows=workflows,
+            queues=queues,
         )
-        lease, more = claims.lease_sql(
-            "picked", token=token, owner=owner, lease_until=lease_until, now=now
-        )
-        return claims.leased(self.connection, self.rows, picks + lease, params + more)
+        return claims.leased(self.connection, self.rows, sql, params)
 
     def claim_candidates(
         self,

@@ -15,6 +15,13 @@ LEASE_CLASS = 0x4457574C  # "DWWL": (LEASE_CLASS, hashtext(instance id)), see aw
 _RETURNED = ", ".join(f"i.{column}" for column in INSTANCE_COLUMNS.split(", "))
 
 ORDER = "ORDER BY priority, wake_at, created_at, id"
+# The earliest lease end of a due instance: one look at dw_instance_leased (min() read from the
+# index's first entry). A claim reads the lapsed range only once this says there is one, and so
+# never by any other index: while the statistics know nothing of the table, the planner would
+# read the lapsed range by dw_instance_workflow, every instance of the claimed workflows.
+_ANY_LAPSED = (
+    f"(SELECT min(lease_until) FROM {WorkflowInstance._meta.db_table} WHERE wake_at IS NOT NULL)"
+)
 # The free range in index order: lease_until (NULL throughout) after the priority, as in
 # dw_instance_due.
 FREE_ORDER = "ORDER BY priority, lease_until, wake_at, created_at, id"
@@ -34,12 +41,13 @@ def due_ranges(
     UPDATE SKIP LOCKED, as `columns` (`id` among them) and their order's columns.
 
     Every queue: one range of the claim index (dw_instance_due, which holds no leased and no
-    parked instance),
-    in claim order, and the lapsed leases (dw_instance_leased, few, sorted). One queue: the same
-    on the queue's claim index (dw_instance_queue_due). Several: the database cannot read
-    several ranges of an index in one order (an IN list on its first column gives rows sorted
-    by queue first), so each queue's first `limit` are picked from its own ranges and the first
-    `limit` of those kept; the others' row locks end with the transaction. A lapsed lease whose
+    parked instance, in the claim's order to the id), read in index order, and the lapsed
+    leases (dw_instance_leased, few, sorted). One queue: the same on the queue's claim index
+    (dw_instance_queue_due). Several: the database cannot read several ranges of an index in
+    one order (an IN list on its first column gives rows sorted by queue first), so each
+    queue's first `limit` are picked from its own ranges and the first `limit` of those kept;
+    the others' row locks end with the transaction. The lapsed range is read only when the
+    earliest lease end of a due instance has passed (_ANY_LAPSED). A lapsed lease whose
     renewal holds its lease lock (lapsed_lease_free) is passed over after the lapsed range's
     first `limit` are read, so the try-lock runs for those only. `where`: a condition more (the
     limits' full workflows and keys) and its parameters; `flag`: a boolean expression (and its
@@ -55,12 +63,12 @@ def due_ranges(
     for n, queue in enumerate(queues or [None]):
         for name, lapsed in ((f"f{n}", False), (f"l{n}", True)):
             lease, order = (
-                ("lease_until < %s", ORDER)
+                (f"lease_until < %s AND {_ANY_LAPSED} < %s", ORDER)
                 if lapsed
                 else ("lease_until IS NULL AND NOT parked", FREE_ORDER)
             )
             params += flag[1] if flag else []
-            params += [now, now] if lapsed else [now]
+            params += [now, now, now] if lapsed else [now]
             if queue is not None:
                 params.append(queue)
             for workflow, version in workflows:
@@ -98,6 +106,25 @@ def lease_sql(
         f"RETURNING {_RETURNED}, (SELECT COALESCE(MAX(id), 0) FROM {signals}) AS last_signal_id"
     )
     return sql, [token, owner, lease_until, now, Status.COMPENSATING, Status.RUNNING]
+
+
+def claim_sql(
+    *,
+    owner: str,
+    token: str,
+    now: Any,
+    lease_until: Any,
+    limit: int,
+    workflows: list[tuple[str, int]],
+    queues: list[str] | None,
+) -> tuple[str, list[Any]]:
+    """The claim without limits as one statement: pick the due candidates (due_ranges), lease
+    them, and return their rows with the last signal id (lease_sql)."""
+    picks, params = due_ranges(
+        columns="id", now=now, limit=limit, workflows=workflows, queues=queues
+    )
+    lease, more = lease_sql("picked", token=token, owner=owner, lease_until=lease_until, now=now)
+    return picks + lease, params + more
 
 
 def leased(

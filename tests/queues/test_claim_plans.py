@@ -1,0 +1,100 @@
+"""PostgreSQL's claim reads its first due rows in index order whatever the planner's statistics
+say. They said that few instances were due after a burst of starts that no ANALYZE had seen yet
+(or on a new table), and then every claim read every due row and sorted them (the claim index
+ended at created_at, the claim's order at the id: migration 0018), and read the lapsed leases
+by dw_instance_workflow, every instance of the claimed workflows (now only once the earliest
+lease end says one lapsed)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.db import connection, transaction
+
+import django_workflows as wf
+from django_workflows import clock
+from django_workflows.models import Status, WorkflowInstance
+from django_workflows.registry import registry
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(
+        connection.vendor != "postgresql", reason="PostgreSQL's planner and its statistics"
+    ),
+]
+
+DUE = 300
+LIMIT = 5
+CLAIM_INDEXES = ("dw_instance_due", "dw_instance_queue_due")  # either serves one queue here
+
+
+def nodes(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Every node of an EXPLAIN (FORMAT JSON) plan, `plan` and those below it."""
+    yield plan
+    for child in plan.get("Plans", []):
+        yield from nodes(child)
+
+
+def claim_plan(queues: list[str] | None) -> list[dict[str, Any]]:
+    """The nodes of the plan of the worker's claim (EXPLAIN ANALYZE, rolled back)."""
+    from django_workflows.store.backends import postgresql_claims
+
+    now = clock.now()
+    sql, params = postgresql_claims.claim_sql(
+        owner="planner",
+        token=uuid.uuid4().hex,
+        now=now,
+        lease_until=now + timedelta(minutes=5),
+        limit=LIMIT,
+        workflows=registry.pairs(["burst"]),
+        queues=queues,
+    )
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}", params)
+        (document,) = cursor.fetchone()
+        transaction.set_rollback(True)
+    plan = (json.loads(document) if isinstance(document, str) else document)[0]["Plan"]
+    return list(nodes(plan))
+
+
+@pytest.mark.parametrize("queues", [None, ["batch"]], ids=["every-queue", "one-queue"])
+def test_a_claim_after_a_burst_of_starts_reads_a_few_due_rows(
+    define: Any, queues: list[str] | None
+) -> None:
+    @define("burst")
+    def burst(ctx: Any, input: Any) -> None:
+        return None
+
+    for n in range(50):
+        wf.start("burst", id=f"done-{n}", queue="batch")
+    WorkflowInstance.objects.update(status=Status.COMPLETED, wake_at=None)
+    with connection.cursor() as cursor:  # statistics that know of no due instance
+        cursor.execute(f"ANALYZE {WorkflowInstance._meta.db_table}")
+    with transaction.atomic():
+        for n in range(DUE):
+            wf.start("burst", id=f"due-{n:03d}", queue="batch")
+
+    plan = claim_plan(queues)
+
+    scans = [node for node in plan if node.get("Index Name") in CLAIM_INDEXES]
+    assert scans, f"the claim read no claim index: {[n['Node Type'] for n in plan]}"
+    assert all(node["Actual Rows"] <= LIMIT for node in scans), [
+        (node["Node Type"], node["Actual Rows"]) for node in scans
+    ]
+    # No lease lapsed: the lapsed range is never read, by any index.
+    lapsed = [
+        node
+        for node in plan
+        if node.get("Index Name") in ("dw_instance_workflow", "dw_instance_leased")
+        and node["Node Type"] != "Index Only Scan"  # the earliest lease end, one entry
+    ]
+    assert all(node["Actual Loops"] == 0 for node in lapsed), [
+        (node["Node Type"], node.get("Index Name"), node["Actual Loops"]) for node in lapsed
+    ]
+    rows = WorkflowInstance.objects.filter(wake_at__isnull=False).count()
+    assert rows == DUE  # the claim's lease was rolled back
