@@ -15,9 +15,11 @@ class DueIndex(models.Index):
     indexes, a plain one on MySQL and MariaDB, without the system check warning about it.
 
     `lease`: "free" keeps only the rows no lease holds (lease_until NULL), so a claim's range
-    never holds the instances that run; "held" only the leased ones (a claim reads the lapsed
-    leases from it). Where there are no partial indexes it changes nothing: the columns put
-    lease_until in the range instead (see store/due.py).
+    never holds the instances that run, and leaves the lease_until column out of the index
+    (NULL throughout: SQLite read a claim's order from the index only up to it, and sorted every
+    due row for the rest); "held" only the leased ones (a claim reads the lapsed leases from
+    it). Where there are no partial indexes it changes nothing: the columns put lease_until in
+    the range instead (see store/due.py).
 
     `unparked`: keep the parked instances out of a claim's range too (store/parking.py):
     "predicate" in the partial predicate where there is one, else as a column after the
@@ -48,12 +50,14 @@ class DueIndex(models.Index):
     def create_sql(self, model: Any, schema_editor: Any, using: str = "", **kwargs: Any) -> Any:
         partial = schema_editor.connection.features.supports_partial_indexes
         index: models.Index = self
+        fields = list(self.fields)
+        if partial and self.lease == "free" and "lease_until" in fields:
+            fields.remove("lease_until")
         if self.unparked == "column" or (self.unparked and not partial):
-            priority = self.fields.index("priority") + 1
-            index = models.Index(
-                fields=[*self.fields[:priority], "parked", *self.fields[priority:]],
-                name=self.name,
-            )
+            priority = fields.index("priority") + 1
+            fields = [*fields[:priority], "parked", *fields[priority:]]
+        if fields != list(self.fields):
+            index = models.Index(fields=fields, name=self.name)
         statement = models.Index.create_sql(index, model, schema_editor, using, **kwargs)
         if partial:
             column = schema_editor.quote_name(model._meta.get_field("wake_at").column)

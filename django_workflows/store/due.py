@@ -19,10 +19,9 @@ from django.db.models import Q, QuerySet
 from ..models import WorkflowInstance
 from .backends import backend
 
-# The claim order; the free range has lease_until (all NULL there) after the priority, as in
-# the index, so that the database reads it in index order.
+# The claim order, which the partial claim index holds (without lease_until, NULL throughout
+# its rows: indexes.DueIndex), so that the database reads the free range in index order.
 ORDER = ("priority", "wake_at", "created_at", "id")
-FREE_ORDER = ("priority", "lease_until", "wake_at", "created_at", "id")
 
 
 def free(now: datetime) -> Q:
@@ -52,7 +51,7 @@ def candidates(
     if lock:
         rows = rows.select_for_update(skip_locked=True)
     columns = (*fields, *ORDER)
-    found = list(rows.filter(free(now)).order_by(*FREE_ORDER).values_list(*columns)[:limit])
+    found = list(rows.filter(free(now)).order_by(*ORDER).values_list(*columns)[:limit])
     # Most claims find no lapsed lease: a look at dw_instance_leased first spares them the
     # second scan's statement (under limits, one with every full key in it).
     late: list[tuple[Any, ...]] = []

@@ -1,10 +1,12 @@
-"""PostgreSQL's claim reads its first due rows in index order whatever the planner's statistics
+"""A claim reads its first due rows in index order. On PostgreSQL whatever the planner's statistics
 say. They said that few instances were due after a burst of starts that no ANALYZE had seen yet
 (or on a new table), and then every claim read every due row and sorted them (the claim index
 ended at created_at, the claim's order at the id: migration 0018), and read the lapsed leases
 by dw_instance_workflow, every instance of the claimed workflows (now only once the earliest
 lease end says one lapsed). A claim of one queue reads that queue's own claim index, never
-dw_instance_due, which the planner would otherwise pick as the smaller."""
+dw_instance_due, which the planner would otherwise pick as the smaller. On SQLite the claim index
+held lease_until (NULL throughout) after the priority, and SQLite read the claim's order from it
+only up to that column: it sorted every due row for the rest."""
 
 from __future__ import annotations
 
@@ -21,13 +23,9 @@ import django_workflows as wf
 from django_workflows import clock
 from django_workflows.models import Status, WorkflowInstance
 from django_workflows.registry import registry
+from django_workflows.store import instances as store
 
-pytestmark = [
-    pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(
-        connection.vendor != "postgresql", reason="PostgreSQL's planner and its statistics"
-    ),
-]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 DUE = 300
 LIMIT = 5
@@ -63,6 +61,9 @@ def claim_plan(queues: list[str] | None) -> list[dict[str, Any]]:
     return list(nodes(plan))
 
 
+@pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="PostgreSQL's planner and its statistics"
+)
 @pytest.mark.parametrize(
     "queues, index",
     [(None, "dw_instance_due"), (["batch"], "dw_instance_queue_due")],
@@ -104,3 +105,42 @@ def test_a_claim_after_a_burst_of_starts_reads_a_few_due_rows(
     ]
     rows = WorkflowInstance.objects.filter(wake_at__isnull=False).count()
     assert rows == DUE  # the claim's lease was rolled back
+
+
+@pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite's own claim statement")
+def test_sqlite_reads_the_claim_order_from_the_claim_index(define: Any) -> None:
+    @define("burst")
+    def burst(ctx: Any, input: Any) -> None:
+        return None
+
+    with transaction.atomic():
+        for n in range(DUE):
+            wf.start("burst", id=f"due-{n:03d}")
+    selects: list[tuple[str, Any]] = []
+
+    def capture(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        if sql.startswith("SELECT id FROM ("):  # the claim's candidates
+            selects.append((sql, params))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(capture):
+        now = clock.now()
+        claimed = store.claim(
+            "default",
+            owner="planner",
+            token=uuid.uuid4().hex,
+            now=now,
+            lease_until=now + timedelta(minutes=5),
+            limit=LIMIT,
+            workflows=registry.pairs(["burst"]),
+        )
+    assert [i.id for i in claimed.instances] == [f"due-{n:03d}" for n in range(LIMIT)]
+    ((sql, params),) = selects
+    with connection.cursor() as cursor:
+        cursor.execute(f"EXPLAIN QUERY PLAN {sql}", params)
+        plan = [(node, parent, detail) for node, parent, _, detail in cursor.fetchall()]
+    # The free range's subquery: the scan of dw_instance_due and no sort beside it (the lapsed
+    # range's and the merge's sort their few rows).
+    (free,) = [parent for _, parent, detail in plan if "USING INDEX dw_instance_due" in detail]
+    beside = [detail for _, parent, detail in plan if parent == free]
+    assert not [detail for detail in beside if "TEMP B-TREE" in detail], plan

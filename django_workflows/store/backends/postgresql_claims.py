@@ -15,6 +15,12 @@ LEASE_CLASS = 0x4457574C  # "DWWL": (LEASE_CLASS, hashtext(instance id)), see aw
 _RETURNED = ", ".join(f"i.{column}" for column in INSTANCE_COLUMNS.split(", "))
 
 ORDER = "ORDER BY priority, wake_at, created_at, id"
+# One queue's free range, in the order of dw_instance_queue_due (parked, false throughout, after
+# the priority): only that index gives it without a sort, so the planner never reads a queue's
+# range from dw_instance_due, every queue's instances (as it would, that index being the
+# smaller, while its statistics say that few instances are due). The free ranges' indexes hold
+# no lease_until (NULL throughout): see indexes.DueIndex.
+QUEUE_FREE_ORDER = "ORDER BY priority, parked, wake_at, created_at, id"
 # The earliest lease end of a due instance: one look at dw_instance_leased (min() read from the
 # index's first entry). A claim reads the lapsed range only once this says there is one, and so
 # never by any other index: while the statistics know nothing of the table, the planner would
@@ -22,14 +28,6 @@ ORDER = "ORDER BY priority, wake_at, created_at, id"
 _ANY_LAPSED = (
     f"(SELECT min(lease_until) FROM {WorkflowInstance._meta.db_table} WHERE wake_at IS NOT NULL)"
 )
-# The free range in index order: lease_until (NULL throughout) after the priority, as in
-# dw_instance_due.
-FREE_ORDER = "ORDER BY priority, lease_until, wake_at, created_at, id"
-# One queue's free range, in the order of dw_instance_queue_due (parked, false throughout, after
-# the priority): only that index gives it without a sort, so the planner never reads a queue's
-# range from dw_instance_due, every queue's instances (as it would, that index being the
-# smaller, while its statistics say that few instances are due).
-QUEUE_FREE_ORDER = "ORDER BY priority, parked, lease_until, wake_at, created_at, id"
 
 
 def due_ranges(
@@ -72,7 +70,7 @@ def due_ranges(
                 if lapsed
                 else (
                     "lease_until IS NULL AND NOT parked",
-                    FREE_ORDER if queue is None else QUEUE_FREE_ORDER,
+                    ORDER if queue is None else QUEUE_FREE_ORDER,
                 )
             )
             params += flag[1] if flag else []

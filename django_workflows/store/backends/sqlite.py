@@ -234,12 +234,13 @@ class SQLiteBackend(Backend):
             filters += [name, version]
         columns = "id, priority, wake_at, created_at"
         # Two ranges, as store/due.py reads them: the free due instances from the partial
-        # index dw_instance_due (no live lease in it), and the few whose lease lapsed.
+        # index dw_instance_due (no live lease in it), in its order, and the few whose lease
+        # lapsed.
         select = (
             f"SELECT id FROM ("
             f"SELECT * FROM (SELECT {columns} FROM {table} WHERE wake_at <= %s "
             f"AND lease_until IS NULL AND NOT parked {of_queues}AND ({pairs}) "
-            f"ORDER BY priority, lease_until, wake_at, created_at, id LIMIT %s) "
+            f"ORDER BY priority, wake_at, created_at, id LIMIT %s) "
             f"UNION ALL "
             f"SELECT * FROM (SELECT {columns} FROM {table} WHERE wake_at <= %s "
             f"AND lease_until < %s {of_queues}AND ({pairs}) "
