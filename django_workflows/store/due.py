@@ -1,5 +1,6 @@
-"""The claim's candidates by the ORM (SQLite, and every claim under limits but MariaDB's): the
-due instances no lease holds, then those whose lease lapsed, each from its own index.
+"""The claim's candidates by the ORM, for a backend without a hand-written claim of its own
+(PostgreSQL, MySQL and MariaDB, and SQLite have theirs): the due instances no lease holds, then
+those whose lease lapsed, each from its own index.
 
 A due instance that a live lease holds is not in the claim index's range (dw_instance_due is
 partial, `lease_until IS NULL`, where the database has partial indexes; MySQL and MariaDB have

@@ -6,7 +6,8 @@ by dw_instance_workflow, every instance of the claimed workflows (now only once 
 lease end says one lapsed). A claim of one queue reads that queue's own claim index, never
 dw_instance_due, which the planner would otherwise pick as the smaller. On SQLite the claim index
 held lease_until (NULL throughout) after the priority, and SQLite read the claim's order from it
-only up to that column: it sorted every due row for the rest."""
+only up to that column: it sorted every due row for the rest; and it read a claim under limits,
+then the ORM's, by dw_instance_workflow, every instance the workflow ever had."""
 
 from __future__ import annotations
 
@@ -24,12 +25,30 @@ from django_workflows import clock
 from django_workflows.models import Status, WorkflowInstance
 from django_workflows.registry import registry
 from django_workflows.store import instances as store
+from django_workflows.store.limits import ConcurrencyRule
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 DUE = 300
 LIMIT = 5
 CLAIM_INDEXES = ("dw_instance_due", "dw_instance_queue_due")
+
+
+@pytest.fixture
+def burst(define: Any) -> None:
+    """The workflow "burst", whose instances the tests start and claim."""
+
+    @define("burst")
+    def burst(ctx: Any, input: Any) -> None:
+        return None
+
+
+def starts(prefix: str) -> None:
+    """DUE starts of "burst" in the queue "batch", in one transaction, as `<prefix>-000`,
+    `<prefix>-001`, ..."""
+    with transaction.atomic():
+        for n in range(DUE):
+            wf.start("burst", id=f"{prefix}-{n:03d}", queue="batch")
 
 
 def nodes(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
@@ -39,26 +58,51 @@ def nodes(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
         yield from nodes(child)
 
 
+def a_claim() -> dict[str, Any]:
+    """The arguments of a claim of LIMIT instances of "burst", now."""
+    now = clock.now()
+    return {
+        "owner": "planner",
+        "token": uuid.uuid4().hex,
+        "now": now,
+        "lease_until": now + timedelta(minutes=5),
+        "limit": LIMIT,
+        "workflows": registry.pairs(["burst"]),
+    }
+
+
 def claim_plan(queues: list[str] | None) -> list[dict[str, Any]]:
     """The nodes of the plan of the worker's claim (EXPLAIN ANALYZE, rolled back)."""
     from django_workflows.store.backends import postgresql_claims
 
-    now = clock.now()
-    sql, params = postgresql_claims.claim_sql(
-        owner="planner",
-        token=uuid.uuid4().hex,
-        now=now,
-        lease_until=now + timedelta(minutes=5),
-        limit=LIMIT,
-        workflows=registry.pairs(["burst"]),
-        queues=queues,
-    )
+    sql, params = postgresql_claims.claim_sql(**a_claim(), queues=queues)
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}", params)
         (document,) = cursor.fetchone()
         transaction.set_rollback(True)
     plan = (json.loads(document) if isinstance(document, str) else document)[0]["Plan"]
     return list(nodes(plan))
+
+
+def sqlite_claim_plans(prefix: str, **limits: Any) -> list[list[tuple[int, int, str]]]:
+    """Claim LIMIT instances of "burst" (checking they are the first due ones) and return the
+    plan (node, parent, detail) of each statement the claim ran that starts with `prefix`."""
+    selects: list[tuple[str, Any]] = []
+
+    def capture(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        if sql.startswith(prefix):
+            selects.append((sql, params))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(capture):
+        claimed = store.claim("default", **a_claim(), **limits)
+    assert [i.id for i in claimed.instances] == [f"due-{n:03d}" for n in range(LIMIT)]
+    plans = []
+    with connection.cursor() as cursor:
+        for sql, params in selects:
+            cursor.execute(f"EXPLAIN QUERY PLAN {sql}", params)
+            plans.append([(node, parent, detail) for node, parent, _, detail in cursor.fetchall()])
+    return plans
 
 
 @pytest.mark.skipif(
@@ -70,20 +114,13 @@ def claim_plan(queues: list[str] | None) -> list[dict[str, Any]]:
     ids=["every-queue", "one-queue"],
 )
 def test_a_claim_after_a_burst_of_starts_reads_a_few_due_rows(
-    define: Any, queues: list[str] | None, index: str
+    burst: None, queues: list[str] | None, index: str
 ) -> None:
-    @define("burst")
-    def burst(ctx: Any, input: Any) -> None:
-        return None
-
-    for n in range(50):
-        wf.start("burst", id=f"done-{n}", queue="batch")
+    starts("done")
     WorkflowInstance.objects.update(status=Status.COMPLETED, wake_at=None)
     with connection.cursor() as cursor:  # statistics that know of no due instance
         cursor.execute(f"ANALYZE {WorkflowInstance._meta.db_table}")
-    with transaction.atomic():
-        for n in range(DUE):
-            wf.start("burst", id=f"due-{n:03d}", queue="batch")
+    starts("due")
 
     plan = claim_plan(queues)
 
@@ -108,39 +145,32 @@ def test_a_claim_after_a_burst_of_starts_reads_a_few_due_rows(
 
 
 @pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite's own claim statement")
-def test_sqlite_reads_the_claim_order_from_the_claim_index(define: Any) -> None:
-    @define("burst")
-    def burst(ctx: Any, input: Any) -> None:
-        return None
+def test_sqlite_reads_the_claim_order_from_the_claim_index(burst: None) -> None:
+    starts("due")
 
-    with transaction.atomic():
-        for n in range(DUE):
-            wf.start("burst", id=f"due-{n:03d}")
-    selects: list[tuple[str, Any]] = []
-
-    def capture(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
-        if sql.startswith("SELECT id FROM ("):  # the claim's candidates
-            selects.append((sql, params))
-        return execute(sql, params, many, context)
-
-    with connection.execute_wrapper(capture):
-        now = clock.now()
-        claimed = store.claim(
-            "default",
-            owner="planner",
-            token=uuid.uuid4().hex,
-            now=now,
-            lease_until=now + timedelta(minutes=5),
-            limit=LIMIT,
-            workflows=registry.pairs(["burst"]),
-        )
-    assert [i.id for i in claimed.instances] == [f"due-{n:03d}" for n in range(LIMIT)]
-    ((sql, params),) = selects
-    with connection.cursor() as cursor:
-        cursor.execute(f"EXPLAIN QUERY PLAN {sql}", params)
-        plan = [(node, parent, detail) for node, parent, _, detail in cursor.fetchall()]
+    (plan,) = sqlite_claim_plans("SELECT id FROM (")  # the claim's candidates
     # The free range's subquery: the scan of dw_instance_due and no sort beside it (the lapsed
     # range's and the merge's sort their few rows).
     (free,) = [parent for _, parent, detail in plan if "USING INDEX dw_instance_due" in detail]
     beside = [detail for _, parent, detail in plan if parent == free]
     assert not [detail for detail in beside if "TEMP B-TREE" in detail], plan
+
+
+@pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite's own claim statement")
+def test_sqlite_reads_a_claim_under_limits_from_the_claim_index(burst: None) -> None:
+    # Without statistics SQLite read the ORM's `workflow = ? AND version = ?` by
+    # dw_instance_workflow, every instance the workflow ever had, finished ones included.
+    starts("done")
+    WorkflowInstance.objects.update(status=Status.COMPLETED, wake_at=None)
+    starts("due")
+
+    plans = sqlite_claim_plans(
+        "SELECT id, workflow, concurrency_key",  # the candidates' scans
+        concurrency={"burst": ConcurrencyRule(per_key=1)},
+    )
+    assert plans  # (no lease lapsed: the free range's scan alone)
+    for plan in plans:
+        steps = [detail for _, _, detail in plan]
+        assert any("USING INDEX dw_instance_due" in step for step in steps), steps
+        assert not [step for step in steps if "dw_instance_workflow" in step], steps
+        assert not [step for step in steps if "TEMP B-TREE" in step], steps
