@@ -5,10 +5,17 @@ or wraps the statements, and a statement cancelled or a connection killed by the
 
 from __future__ import annotations
 
+import os
+import shutil
+import socket
+import subprocess
 import threading
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 
+import psycopg
 import pytest
 from django.db import (
     DatabaseError,
@@ -192,3 +199,106 @@ def test_a_new_connection_prepares_the_call_again() -> None:
     assert libpq.call_row(connection, "SELECT %s::text", ["g"], [libpq.TEXT]) == ("g",)
     assert len(prepared_names()) == 1
     connection.close()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_call_asked_to_be_prepared_is_on_djangos_default_connection() -> None:
+    connection.ensure_connection()
+    assert connection.connection.prepare_threshold is None  # Django's default
+    try:
+        assert libpq.call_row(connection, "SELECT %s::text", ["a"], [libpq.TEXT]) == ("a",)
+        assert prepared_names() == set()
+        for text in ("b", "c"):
+            row = libpq.call_row(connection, "SELECT %s::text", [text], [libpq.TEXT], prepare=True)
+            assert row == (text,)
+        assert prepared_names() == {libpq._name("SELECT %s::text").decode()}
+    finally:
+        connection.close()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_statement_of_its_name_left_in_the_session_is_the_same_and_used() -> None:
+    # A pooler's session may hold it from an earlier client (PgBouncer without DISCARD ALL):
+    # the name is the hash of the text, so the statement there is this one.
+    sql = "SELECT %s::text || 'x'"
+    connection.ensure_connection()
+    try:
+        raw = connection.connection
+        assert raw.pgconn.prepare(libpq._name(sql), libpq._numbered(sql)).status == (
+            libpq.pq.ExecStatus.COMMAND_OK
+        )
+        assert libpq.call_row(connection, sql, ["a"], [libpq.TEXT], prepare=True) == ("ax",)
+        assert libpq.call_row(connection, sql, ["b"], [libpq.TEXT], prepare=True) == ("bx",)
+        assert prepared_names() == {libpq._name(sql).decode()}
+    finally:
+        connection.close()
+
+
+@pytest.fixture
+def pooler(tmp_path: Path) -> Iterator[int]:
+    """A PgBouncer in transaction pooling in front of the test server, two server sessions
+    taken in turn: each transaction of a client may run in the other session."""
+    binary = shutil.which("pgbouncer") or shutil.which("pgbouncer", path="/usr/sbin")
+    if binary is None:
+        if os.environ.get("CI"):
+            pytest.fail("PgBouncer is not installed: .ci/run installs Debian's pgbouncer")
+        pytest.skip("PgBouncer is not installed (apt-get install pgbouncer)")
+    settings = connection.settings_dict
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    config = tmp_path / "pgbouncer.ini"
+    config.write_text(
+        "[databases]\n"
+        f"* = host={settings['HOST'] or '127.0.0.1'} port={settings['PORT'] or 5432} "
+        f"user={settings['USER']} password={settings['PASSWORD']}\n"
+        "[pgbouncer]\n"
+        f"listen_addr = 127.0.0.1\nlisten_port = {port}\nunix_socket_dir =\n"
+        "auth_type = any\npool_mode = transaction\nserver_round_robin = 1\n"
+        "default_pool_size = 2\nmin_pool_size = 2\n"
+    )
+    config.chmod(0o644)  # run as root, PgBouncer reads it as another user
+    command = [binary, str(config)]
+    if os.geteuid() == 0:  # PgBouncer refuses to run as root
+        command[1:1] = ["-u", "postgres"]
+    log = tmp_path / "pgbouncer.log"
+    with log.open("wb") as output:  # written by this process: PgBouncer's user cannot
+        process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"PgBouncer did not start: {log.read_text()!r}")
+                time.sleep(0.05)
+        yield port
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_behind_a_pooler_that_changes_sessions_the_calls_run_unprepared(pooler: int) -> None:
+    default = connections["default"]
+    pooled = type(default)({**default.settings_dict, "PORT": pooler}, alias="pooled")
+    sql = "SELECT %s::text, pg_backend_pid()::text"
+    try:
+        # a second server session: one client's transaction holds the first meanwhile
+        with psycopg.connect(**pooled.get_connection_params()) as holder:
+            holder.execute("SELECT 1")  # BEGIN and its statement: the session is the holder's
+            pooled.ensure_connection()
+            driver.fetch(pooled, "SELECT 1", [])
+        sessions = set()
+        for n in range(12):
+            row = libpq.call_row(pooled, sql, [str(n)], [libpq.TEXT, libpq.TEXT], prepare=True)
+            assert row is not None and row[0] == str(n)
+            sessions.add(row[1])
+        assert len(sessions) == 2  # the calls went to both sessions, and each answered
+        # the connection noticed and prepares nothing more: no round trip lost on each call
+        raw, names = libpq._local.prepared["pooled"]
+        assert raw is pooled.connection and libpq._UNPREPARABLE in names
+    finally:
+        pooled.close()

@@ -246,7 +246,7 @@ class PostgreSQLBackend(Backend):
         if unpark is None and wake_at is UNSET and self._functions.available(self.connection):
             called = _function_call(id, token, rows, changes, announce=announce)
             if called is not None:
-                return libpq.call_row(self.connection, *called, _FLAG_COLUMNS)
+                return libpq.call_row(self.connection, *called, _FLAG_COLUMNS, prepare=True)
         params: list[Any] = [id, token]
         parts = [writes_sql.held("%s", "%s")]
         if rows:

@@ -14,10 +14,15 @@ the result as psycopg raises them, then made Django's as a cursor's are), libpq 
 GIL while it waits, and prepared statements where the connection takes them (a
 `prepare_threshold` in the database's OPTIONS: each call outside a transaction, as the worker
 makes them, prepared once per connection, as psycopg would have prepared it; without one,
-Django's default, none). Where it cannot be the same, the cursor's way is taken
-(driver.fetch()): where Django logs or wraps the statements, and in a transaction psycopg has
-yet to begin (it sends the BEGIN before a cursor's first statement; a call here would run
-outside it)."""
+Django's default, none). A caller may ask for its call to be prepared whatever the OPTIONS say
+(`prepare=True`: the lease holder's writes, which only a worker makes, and a worker needs a
+session of its own, never a pooler's transaction). Such a call stays correct behind a pooler
+that hands each transaction another session: a statement found there already (the name is
+the text's hash, so it is the same statement) is used; one gone between its PREPARE and its
+EXECUTE means the sessions change under the connection, which then prepares nothing more.
+Where it cannot be the same, the cursor's way is taken (driver.fetch()): where Django logs or
+wraps the statements, and in a transaction psycopg has yet to begin (it sends the BEGIN before
+a cursor's first statement; a call here would run outside it)."""
 
 from __future__ import annotations
 
@@ -41,11 +46,17 @@ _local = threading.local()  # this thread's prepared calls: alias -> (connection
 
 
 def call_row(
-    connection: Any, sql: str, params: Sequence[Any], columns: Sequence[Callable[[str], Any]]
+    connection: Any,
+    sql: str,
+    params: Sequence[Any],
+    columns: Sequence[Callable[[str], Any]],
+    *,
+    prepare: bool = False,
 ) -> tuple[Any, ...] | None:
     """The first row of `sql` (with `%s` placeholders, as a cursor takes it) run with `params`
     (text, None or datetimes) on Django's PostgreSQL `connection`, each column converted from
-    its text by `columns` (None stays None); None when it returns no row."""
+    its text by `columns` (None stays None); None when it returns no row. Prepared outside a
+    transaction where the connection takes prepared statements, or with `prepare`."""
     raw = _raw_connection(connection)
     if raw is None:
         found = driver.fetch(connection, sql, list(params))
@@ -54,13 +65,13 @@ def call_row(
     connection.validate_no_broken_transaction()
     with connection.wrap_database_errors:
         values = [_text(value, encoding) for value in params]
-        if (
-            raw.prepare_threshold is None  # prepared statements not wanted (Django's default)
-            or raw.pgconn.transaction_status != pq.TransactionStatus.IDLE
+        result = None
+        if raw.pgconn.transaction_status == pq.TransactionStatus.IDLE and (
+            prepare or raw.prepare_threshold is not None  # None: Django's default, none wanted
         ):
-            result = raw.pgconn.exec_params(_numbered(sql), values, result_format=0)
-        else:
             result = _exec_prepared(connection, raw, sql, values)
+        if result is None:
+            result = raw.pgconn.exec_params(_numbered(sql), values, result_format=0)
         _check(raw, result, pq.ExecStatus.TUPLES_OK, encoding)
     if result.ntuples == 0:
         return None
@@ -89,31 +100,44 @@ def _raw_connection(connection: Any) -> Any:
 
 def _exec_prepared(connection: Any, raw: Any, sql: str, values: list[bytes | None]) -> Any:
     """`sql` run with `values` as a statement prepared on `raw`, outside a transaction: prepared
-    at its first call on the connection, and again if it is gone. psycopg deallocates every
-    prepared statement of the connection (DEALLOCATE ALL) after a ROLLBACK, a DROP or an ALTER
-    while it holds its own; outside a transaction the call that finds it gone changed nothing,
-    and runs again once prepared anew. (Inside one its failure would abort the transaction:
-    there the call is not prepared.)"""
+    at its first call on the connection, and again if it is gone; None (to run it unprepared)
+    on a connection whose session changes under it. psycopg deallocates every prepared
+    statement of the connection (DEALLOCATE ALL) after a ROLLBACK, a DROP or an ALTER while it
+    holds its own; outside a transaction the call that finds it gone changed nothing, and runs
+    again once prepared anew. (Inside one its failure would abort the transaction: there the
+    call is not prepared.)"""
     kept = getattr(_local, "prepared", None)
     if kept is None:
         kept = _local.prepared = {}
     entry = kept.get(connection.alias)
     if entry is None or entry[0] is not raw:
         entry = kept[connection.alias] = (raw, set[bytes]())
+    names = entry[1]
+    if _UNPREPARABLE in names:
+        return None
     name = _name(sql)
-    for _ in range(2):
-        if name not in entry[1]:
+    fresh = False
+    while True:
+        if name not in names:
             prepared = raw.pgconn.prepare(name, _numbered(sql))
-            _check(raw, prepared, pq.ExecStatus.COMMAND_OK, raw.info.encoding)
-            entry[1].add(name)
+            # one of this name there already: the same text (the name is its hash), left by
+            # an earlier client of a pooler's session
+            if prepared.error_field(pq.DiagnosticField.SQLSTATE) != _DUPLICATE_STATEMENT:
+                _check(raw, prepared, pq.ExecStatus.COMMAND_OK, raw.info.encoding)
+            names.add(name)
+            fresh = True
         result = raw.pgconn.exec_prepared(name, values)
         if result.error_field(pq.DiagnosticField.SQLSTATE) != _NO_SUCH_STATEMENT:
-            break
-        entry[1].discard(name)
-    return result
+            return result
+        names.discard(name)
+        if fresh:  # gone between its PREPARE and its EXECUTE: a pooler's transactions
+            names.add(_UNPREPARABLE)
+            return None
 
 
 _NO_SUCH_STATEMENT = b"26000"  # invalid_sql_statement_name
+_DUPLICATE_STATEMENT = b"42P05"  # duplicate_prepared_statement
+_UNPREPARABLE = b""  # in a connection's names: its session changes under it, prepare nothing
 
 
 @functools.lru_cache(maxsize=64)
