@@ -221,17 +221,7 @@ class SQLiteBackend(Backend):
         connection = self.connection
         table = WorkflowInstance._meta.db_table
         adapt = connection.ops.adapt_datetimefield_value
-        # The unary + keeps SQLite's planner off dw_instance_workflow (workflow, version,
-        # status), which it prefers for the equalities: that index holds every instance the
-        # workflow ever had, finished ones included, and each claim then sorted all of them.
-        pairs = " OR ".join("(+workflow = %s AND +version = %s)" for _ in workflows)
-        filters: list[Any] = []
-        of_queues = ""
-        if queues is not None:
-            of_queues = f"AND queue IN ({', '.join(['%s'] * len(queues))}) "
-            filters += queues
-        for name, version in workflows:
-            filters += [name, version]
+        claimable, filters = _claimable(workflows, queues)
         columns = "id, priority, wake_at, created_at"
         # Two ranges, as store/due.py reads them: the free due instances from the partial
         # index dw_instance_due (no live lease in it), in its order, and the few whose lease
@@ -239,11 +229,11 @@ class SQLiteBackend(Backend):
         select = (
             f"SELECT id FROM ("
             f"SELECT * FROM (SELECT {columns} FROM {table} WHERE wake_at <= %s "
-            f"AND lease_until IS NULL AND NOT parked {of_queues}AND ({pairs}) "
+            f"AND lease_until IS NULL AND NOT parked {claimable}"
             f"ORDER BY priority, wake_at, created_at, id LIMIT %s) "
             f"UNION ALL "
             f"SELECT * FROM (SELECT {columns} FROM {table} WHERE wake_at <= %s "
-            f"AND lease_until < %s {of_queues}AND ({pairs}) "
+            f"AND lease_until < %s {claimable}"
             f"ORDER BY priority, wake_at, created_at, id LIMIT %s)"
             f") ORDER BY priority, wake_at, created_at, id LIMIT %s"
         )
@@ -302,13 +292,9 @@ class SQLiteBackend(Backend):
         selected = "id, workflow, concurrency_key, rate_limit_key" + (
             f", {flag[0]} AS full_key" if flag else ""
         )
-        pairs = " OR ".join("(+workflow = %s AND +version = %s)" for _ in workflows)
-        filters = [*(queues or []), *(value for pair in workflows for value in pair), *where[1]]
-        condition = (
-            (f"AND queue IN ({', '.join(['%s'] * len(queues))}) " if queues is not None else "")
-            + f"AND ({pairs}) "
-            + (f"AND {where[0]} " if where[0] else "")
-        )
+        claimable, filters = _claimable(workflows, queues)
+        condition = claimable + (f"AND {where[0]} " if where[0] else "")
+        filters += where[1]
         order = "ORDER BY priority, wake_at, created_at, id"
         found: list[tuple[Any, ...]] = []
         with connection.cursor() as cursor:
@@ -384,3 +370,16 @@ class SQLiteBackend(Backend):
 
     def lock_names(self, names: list[str]) -> None:
         """One writer at a time: the write lock the claim took orders claims under limits."""
+
+
+def _claimable(workflows: list[tuple[str, int]], queues: list[str] | None) -> tuple[str, list[Any]]:
+    """`AND ...`: a claim's queues and workflows, and its parameters. The unary + keeps
+    SQLite's planner off dw_instance_workflow (workflow, version, status), which it prefers for
+    the equalities: that index holds every instance the workflow ever had, finished ones
+    included, and each claim then sorted all of them."""
+    pairs = " OR ".join("(+workflow = %s AND +version = %s)" for _ in workflows)
+    of_queues = f"AND queue IN ({', '.join(['%s'] * len(queues))}) " if queues is not None else ""
+    return f"{of_queues}AND ({pairs}) ", [
+        *(queues or []),
+        *(value for pair in workflows for value in pair),
+    ]
