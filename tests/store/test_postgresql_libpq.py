@@ -204,7 +204,7 @@ def test_a_new_connection_prepares_the_call_again() -> None:
 @pytest.mark.django_db(transaction=True)
 def test_a_call_asked_to_be_prepared_is_on_djangos_default_connection() -> None:
     connection.ensure_connection()
-    assert connection.connection.prepare_threshold is None  # Django's default
+    connection.connection.prepare_threshold = None  # Django's default (DB_PREPARED=1 sets one)
     try:
         assert libpq.call_row(connection, "SELECT %s::text", ["a"], [libpq.TEXT]) == ("a",)
         assert prepared_names() == set()
