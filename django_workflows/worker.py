@@ -102,6 +102,7 @@ class Worker:
         self._lock = threading.Lock()
         self._running: dict[str, Execution] = {}
         self._ended = 0  # executions ended since it started (its registry row's `executed`)
+        self._rides = 0  # instances leased by a claim that rode on a release (_ride())
         # Its row in the registry of workers, while run() or run_until_idle() serves.
         self._presence = Presence(
             using=self.using,
@@ -146,18 +147,51 @@ class Worker:
         )
         return claim.instances, claim, token
 
+    def _ride(self) -> store.Ride | None:
+        """The claim to ride on an execution's release (store.Ride), where the database can:
+        without limits only (a claim under limits counts and locks what a ride does not), and
+        never once the worker stops."""
+        if (
+            not backend(self.using).has_rides
+            or self.concurrency_rules
+            or self.rate_rules
+            or self._stopping.is_set()
+        ):
+            return None
+        return store.Ride(
+            owner=self.id,
+            token=uuid.uuid4().hex,
+            lease_duration=self.lease_duration,
+            workflows=registry.pairs(self.workflows),
+            queues=sorted(set(self.queues)) if self.queues is not None else None,
+            first_journals=bool(middleware.chain().executions),
+        )
+
     def _execute(
         self, instance: WorkflowInstance, claim: store.Claim, token: str, propagate: bool = False
     ) -> str:
         """Run one claimed instance; what became of it. With `propagate` (drain()), a
         SystemExit or KeyboardInterrupt that its code raised is raised again, once the
         instance is released; in the pool it is logged."""
+        return self._run(instance, claim, token, propagate)[0]
+
+    def _run(
+        self,
+        instance: WorkflowInstance,
+        claim: store.Claim,
+        token: str,
+        propagate: bool = False,
+        ride: bool = False,
+    ) -> tuple[str, store.Claim | None]:
+        """_execute(); with `ride`, a claim rides on the instance's release (_ride()): what
+        became of it, and the claim that rode (None if nothing was leased)."""
         definition = registry.get(instance.workflow, instance.version)
         if definition is None:  # unregistered since the claim: leave it to its lease
-            return "unregistered"
+            return "unregistered", None
         unreadable = claim.unreadable.get(instance.id)
         if unreadable is not None:
-            return leave_alone(self.using, instance, token, unreadable)
+            return leave_alone(self.using, instance, token, unreadable), None
+        execution: Execution | None = None
         try:
             execution = Execution(
                 instance,
@@ -168,6 +202,8 @@ class Worker:
                 lease_duration=self.lease_duration,
                 journal_entries=claim.journals.get(instance.id, []),
             )
+            if ride:
+                execution.ride = self._ride()
             with self._lock:
                 self._running[instance.id] = execution
                 if self._stopping.is_set():
@@ -179,7 +215,7 @@ class Worker:
                     self._running.pop(instance.id, None)
             if propagate and execution.escaped is not None:
                 raise execution.escaped
-            return outcome
+            return outcome, execution.rode
         except Exception:
             logger.exception(
                 "Instance %s (%s@%s) stopped with an unexpected error; it runs again once its "
@@ -188,7 +224,7 @@ class Worker:
                 instance.workflow,
                 instance.version,
             )
-            return "error"
+            return "error", None if execution is None else execution.rode
         except BaseException:
             if propagate:
                 raise
@@ -198,7 +234,7 @@ class Worker:
                 instance.workflow,
                 instance.version,
             )
-            return "error"
+            return "error", None if execution is None else execution.rode
 
     def drain(self) -> int:
         """Run every due instance, in this thread, until none is left that can start, and start
@@ -284,6 +320,8 @@ class Worker:
         backlog = True
         scheduled_at = 0.0
         executed = 0
+        with self._lock:
+            rides = self._rides
         try:
             while not self._stopping.is_set():
                 if (
@@ -327,7 +365,8 @@ class Worker:
             if listener is not None:
                 listener.join(2)  # it checks for the stop once a second, then closes its connection
             self._presence.unregister()  # a clean exit: no longer in the registry
-        return executed
+        with self._lock:  # and those that rode on a release
+            return executed + self._rides - rides
 
     def _schedule(self) -> None:
         """run()'s schedules thread: a tick once a poll interval, until the stop."""
@@ -362,9 +401,21 @@ class Worker:
             return len(self._running), self._ended
 
     def _execute_in_pool(self, instance: WorkflowInstance, claim: store.Claim, token: str) -> str:
+        """Run a claimed instance on this pool thread, then each instance a claim that rode on
+        the previous one's release leased: the slot stays taken, and no claim of the loop's
+        is needed for it."""
         refresh_connections()
         try:
-            return self._execute(instance, claim, token)
+            while True:
+                outcome, rode = self._run(instance, claim, token, ride=True)
+                if rode is None or not rode.instances:
+                    return outcome
+                with self._lock:
+                    self._ended += 1
+                    self._rides += 1
+                instance, claim = rode.instances[0], rode
+                token = instance.lease_token or ""
+                refresh_connections()
         finally:
             with self._lock:
                 self._ended += 1

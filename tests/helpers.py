@@ -110,3 +110,16 @@ def release_as_holder(id: str) -> None:
         unpark=store.parked_by(row),
     )
     assert store.write("default", id, row.lease_token, write) is not None, f"{id}: lease gone"
+
+
+def counting_worker(claims: list[int], **options: Any) -> Any:
+    """A Worker that notes in `claims` how many instances each of its loop's claims found."""
+    from django_workflows.worker import Worker
+
+    class Counting(Worker):
+        def _claim(self, limit: int) -> Any:
+            found = super()._claim(limit)
+            claims.append(len(found[0]))
+            return found
+
+    return Counting(**options)

@@ -164,6 +164,7 @@ class Execution(Runtime):
         return Status.SUSPENDED
 
     def _hand_back(self) -> str:
+        self.ride = None  # a stopping execution: its worker claims nothing more
         try:
             self.write(**self._handing_back(self.now()))
         except LeaseLost:
@@ -184,6 +185,7 @@ class Execution(Runtime):
             type(error).__name__,
             exc_info=error,
         )
+        self.ride = None
         try:
             self.write(**self._handing_back(self.now()))
         except (errors.WorkflowInterrupt, Exception):

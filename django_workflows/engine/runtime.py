@@ -12,6 +12,8 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from django.db import connections
+
 from .. import clock
 from ..definitions import Workflow
 from ..errors import WorkflowPayloadError
@@ -59,6 +61,10 @@ class Runtime(Stops):
         # When the lease runs out, as far as this process knows (time.monotonic()): the claim,
         # a write that extends it and the worker's renewals push it on.
         self.lease_deadline = time.monotonic() + lease_duration.total_seconds()
+        # The worker's claim to ride on the release (store.Ride), and what it leased: the
+        # worker runs that instance next on this thread, without a claim of its own.
+        self.ride: store.Ride | None = None
+        self.rode: store.Claim | None = None
 
     # -- the lease and the database, always from the execution's own thread ----------------
 
@@ -154,15 +160,28 @@ class Runtime(Stops):
             attributes=attributes,
             unpark=store.parked_by(self.instance),
         )
+        # A claim rides on the release of an execution that is not stopping, outside a
+        # transaction of the caller's (whose commit the lease would wait for).
+        ride = (
+            self.ride
+            if release is not None
+            and self.stop_reason is None
+            and not connections[self.using].in_atomic_block
+            else None
+        )
         started = time.monotonic()
         flags = call_store(
-            self, lambda: store.write(self.using, self.instance.id, self.token, write), "a write"
+            self,
+            lambda: store.write(self.using, self.instance.id, self.token, write, ride),
+            "a write",
         )
         if flags is not None and extend:
             self.lease_renewed(started)
         if flags is None:
             self.stop_reason = "lease-lost"
             raise LeaseLost()
+        if ride is not None:
+            self.ride, self.rode = None, flags.rode
         self.flags = flags
         if status_changed:
             self.custom_status = changes["custom_status"]

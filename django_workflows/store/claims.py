@@ -5,7 +5,9 @@ Two concurrent claims never return the same instance. Without limits the servers
 hand-written path (one statement on PostgreSQL, one transaction on MySQL and MariaDB, in their
 backends); with limits, or on SQLite, the path below, under limits through `limits.pick`, with
 the backend's hand-written candidates' scan and lease where it has them (PostgreSQL: the
-workflows' locks, then one statement each; MySQL and MariaDB: the scan).
+workflows' locks, then one statement each; MySQL and MariaDB: the scan). On PostgreSQL a
+claim without limits can also ride on a release (store.instances.Ride): the lease holder's
+write that hands its instance back leases the next due one with the same ranges.
 """
 
 from __future__ import annotations
@@ -173,6 +175,14 @@ def _lease(
         .order_by("priority", "wake_at", "created_at", "id")
     )
     return claimed, last_signal_id(using)
+
+
+def rode_claim(
+    using: str, instances: list[WorkflowInstance], last: int, *, first_journals: bool = False
+) -> Claim:
+    """The Claim of instances a ride leased (store.instances.Ride), as a claim returns them:
+    their journals read after the commit, their payloads decoded."""
+    return _decoded(Claim(instances, last, _journals(using, instances, first_journals)))
 
 
 def _decoded(claim: Claim) -> Claim:

@@ -11,7 +11,7 @@ import functools
 import operator
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import transaction
@@ -24,7 +24,7 @@ from . import parking, payloads
 from .backends import backend
 from .claims import Claim as Claim
 from .claims import claim as claim
-from .claims import last_signal_id
+from .claims import last_signal_id, rode_claim
 from .deadlocks import retries_deadlocks
 
 # The claim lives in claims.py; store.instances.claim and .Claim are where callers find it.
@@ -39,6 +39,8 @@ class LeaseFlags:
     cancel_requested: bool
     terminate_requested: bool
     reason: str | None = None
+    # The claim that rode on the write (see Ride), when it leased an instance.
+    rode: Claim | None = None
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,23 @@ class Release:
     # True: due at wake_at even with a cancel requested (an instance left alone because the
     # codec cannot read it: a cancel cannot run before it can be read).
     hold: bool = False
+
+
+@dataclass(frozen=True)
+class Ride:
+    """A claim that rides on the release of a lease holder's instance: the same statement
+    leases one more due instance of `workflows` (in `queues`; None: every queue) to `owner`
+    with `token`, for `lease_duration` from the write, as a claim without limits would (in
+    claim order, never an instance another claim holds), and only if the release itself
+    lands. Where the backend cannot (the general path, MySQL and MariaDB, SQLite), nothing
+    rides and the worker claims as before. `first_journals`: as claim()'s."""
+
+    owner: str
+    token: str
+    lease_duration: timedelta
+    workflows: list[tuple[str, int]]
+    queues: list[str] | None = None
+    first_journals: bool = False
 
 
 @dataclass
@@ -315,17 +334,23 @@ def renew_once_unlocked(
 
 
 @retries_deadlocks
-def write(using: str, id: str, token: str, write: InstanceWrite) -> LeaseFlags | None:
+def write(
+    using: str, id: str, token: str, write: InstanceWrite, ride: Ride | None = None
+) -> LeaseFlags | None:
     """Every write of the lease holder, all or nothing, only while `token` is the lease token.
 
     Returns the cancel/terminate flags, or None (having written nothing) when the lease is gone.
+    With `ride`, a release may lease the next due instance too (Ride): the flags' `rode`.
     """
     write = payloads.encode_write(id, write)
-    fast = backend(using).fast_write(id, token, write)
+    fast = backend(using).fast_write(id, token, write, ride)
     if fast is not NotImplemented:
         if fast is None:
             return None
-        return LeaseFlags(fast[0], fast[1], payloads.decode_reason(id, fast[2]))
+        rode = None
+        if ride is not None and len(fast) > 3 and fast[3][0]:
+            rode = rode_claim(using, *fast[3], first_journals=ride.first_journals)
+        return LeaseFlags(fast[0], fast[1], payloads.decode_reason(id, fast[2]), rode)
     with backend(using).write_transaction():
         backend(using).take_write_lock()
         if write.signal is not None:

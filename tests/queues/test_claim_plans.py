@@ -144,6 +144,48 @@ def test_a_claim_after_a_burst_of_starts_reads_a_few_due_rows(
     assert rows == DUE  # the claim's lease was rolled back
 
 
+@pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="PostgreSQL's planner and its statistics"
+)
+@pytest.mark.parametrize(
+    "queue, index", [(None, "dw_instance_due"), ("batch", "dw_instance_queue_due")]
+)
+def test_a_rides_generic_plan_reads_the_claim_index_in_order(
+    burst: None, queue: str | None, index: str
+) -> None:
+    # dw_final_write_ride's pick of the next due instance runs from PL/pgSQL's cached plan,
+    # which PostgreSQL makes generic, for any time and any workflows: that plan reads the
+    # claim index in the claim's order too, and stops at the first row.
+    from django_workflows.store.backends import postgresql_rides
+
+    starts("due")
+    types = (
+        "text, text, jsonb, text, jsonb, jsonb, timestamptz, text, text, timestamptz, text[], text"
+    )
+    # the time ($7), the workflows ($11) and the queue ($12) written in (EXPLAIN EXECUTE's
+    # arguments take no parameters of their own under server-side binding); the rest NULL
+    queue_text = "NULL" if queue is None else f"'{queue}'"
+    execute = (
+        f"EXECUTE ride_pick (NULL, NULL, NULL, NULL, NULL, NULL, '{clock.now().isoformat()}', "
+        f"NULL, NULL, NULL, '{{burst:1}}', {queue_text})"
+    )
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL plan_cache_mode = force_generic_plan")
+        cursor.execute(
+            f"PREPARE ride_pick ({types}) AS {postgresql_rides.pick_sql(queue is not None)}"
+        )
+        try:
+            cursor.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {execute}")
+            (document,) = cursor.fetchone()
+        finally:
+            cursor.execute("DEALLOCATE ride_pick")
+        transaction.set_rollback(True)
+    plan = list(nodes((json.loads(document) if isinstance(document, str) else document)[0]["Plan"]))
+    assert not any(node["Node Type"] == "Sort" for node in plan)
+    scans = [node for node in plan if "Index Name" in node]
+    assert [(node["Index Name"], node["Actual Rows"]) for node in scans] == [(index, 1)]
+
+
 @pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite's own claim statement")
 def test_sqlite_reads_the_claim_order_from_the_claim_index(burst: None) -> None:
     starts("due")

@@ -29,7 +29,7 @@ from .params import insert_unless_exists
 if TYPE_CHECKING:
     from django.db.backends.base.base import BaseDatabaseWrapper
 
-    from ..instances import InstanceWrite
+    from ..instances import InstanceWrite, Ride
 
 NOTIFY_CHANNEL = "django_workflows"
 """Where a start or signal wakes the workers of other processes (see Backend.notify)."""
@@ -52,6 +52,10 @@ class Backend:
 
     has_listen_notify = False
     """Committed starts, signals and ends reach other processes at once (PostgreSQL)."""
+
+    has_rides = False
+    """A lease holder's release can lease the next due instance in the same statement
+    (fast_write with a Ride): a busy worker then needs few claims of its own (PostgreSQL)."""
 
     uses_lock_rows = False
     """Signals and name locks lock rows of the StoreLock table (MySQL, MariaDB)."""
@@ -100,6 +104,13 @@ class Backend:
 
     def drop_functions(self, schema_editor: Any) -> None:
         """Drop what create_functions() created."""
+
+    def create_ride_function(self, schema_editor: Any) -> None:
+        """Create the function of a claim that rides on a release, where the store has one
+        (migration 0019; see has_rides)."""
+
+    def drop_ride_function(self, schema_editor: Any) -> None:
+        """Drop what create_ride_function() created."""
 
     def create_procedures(self, schema_editor: Any) -> None:
         """Create the store's stored procedures in the database, where it has some (migration
@@ -254,11 +265,15 @@ class Backend:
         `lease_until`: (instances, last signal id), or NotImplemented."""
         return NotImplemented
 
-    def fast_write(self, id: str, token: str, write: InstanceWrite) -> Any:
+    def fast_write(
+        self, id: str, token: str, write: InstanceWrite, ride: Ride | None = None
+    ) -> Any:
         """The lease holder's write by hand-written SQL, when it needs no signal lock (it
         records no signal and registers or clears no waits): lock the row by its lease token,
         upsert the journal entries, change the instance, return the flags (None: the lease is
-        gone). NotImplemented where the store takes the general path."""
+        gone). NotImplemented where the store takes the general path. With `ride`, a release
+        may also lease the next due instance in the same statement (where the backend can):
+        the flags are then followed by (the leased instances, the last signal id)."""
         return NotImplemented
 
     def delete_instances(self, ids: list[str]) -> Any:

@@ -23,7 +23,7 @@ from .rows import INSTANCE_COLUMNS, InstanceRows
 from .writes import UNSET, fast_writable, journal_rows, write_changes
 
 if TYPE_CHECKING:
-    from ..instances import InstanceWrite
+    from ..instances import InstanceWrite, Ride
 
 SIGNAL_LOCK_NAME = "signals"
 """The StoreLock row that signals lock exclusively and writes registering waits shared."""
@@ -347,11 +347,14 @@ class MySQLBackend(Backend):
             )
             return [row[0] for row in cursor.fetchall()]
 
-    def fast_write(self, id: str, token: str, write: InstanceWrite) -> Any:
+    def fast_write(
+        self, id: str, token: str, write: InstanceWrite, ride: Ride | None = None
+    ) -> Any:
         """One round trip: the row lock's read by the lease token, the journal's upsert and
         the instance's update sent as one batch, with their transaction's START and COMMIT
         (mysql_batches). Its two most frequent forms call a procedure of the database's own
-        instead, where it has them (mysql_procedures)."""
+        instead, where it has them (mysql_procedures).
+        Nothing rides here (`ride`: has_rides is False)."""
         if not fast_writable(write):
             return NotImplemented
         connection = self.connection

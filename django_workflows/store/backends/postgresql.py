@@ -29,6 +29,7 @@ from ...models import (
 from . import driver
 from . import postgresql_claims as claims
 from . import postgresql_libpq as libpq
+from . import postgresql_rides as rides_sql
 from . import postgresql_writes as writes_sql
 from .base import ENDED_CHANNEL, NOTIFY_CHANNEL, Backend, insert_rows
 from .postgresql_claims import LEASE_CLASS
@@ -43,7 +44,7 @@ from .writes import (
 )
 
 if TYPE_CHECKING:
-    from ..instances import InstanceWrite
+    from ..instances import InstanceWrite, Ride
 
 logger = logging.getLogger("django_workflows")
 
@@ -66,6 +67,7 @@ class PostgreSQLBackend(Backend):
 
     has_advisory_locks = True
     has_listen_notify = True
+    has_rides = True
     rejects_nul = True
     max_value_bytes = 255 * 1024 * 1024  # what jsonb holds at most
     json_parameter = "%s::jsonb"
@@ -75,6 +77,7 @@ class PostgreSQLBackend(Backend):
         super().__init__(alias)
         self.rows = InstanceRows(alias)  # the claim's read-back
         self._functions = writes_sql.functions()  # whether the database has the write functions
+        self._ride_function = rides_sql.function()  # and the function a claim rides on
 
     def check(self) -> list[CheckMessage]:
         """E004: transactions stricter than READ COMMITTED."""
@@ -231,10 +234,13 @@ class PostgreSQLBackend(Backend):
             cursor.execute(sql, [limit])
             return [row[0] for row in cursor.fetchall()]
 
-    def fast_write(self, id: str, token: str, write: InstanceWrite) -> Any:
+    def fast_write(
+        self, id: str, token: str, write: InstanceWrite, ride: Ride | None = None
+    ) -> Any:
         """One statement: lock the row in a CTE, upsert the entries, update, notify, return.
         Its two most frequent forms call a function of the database's own where it has them
-        (_function_call)."""
+        (_function_call); an instance's last write with `ride` the one that also leases the
+        next due instance (_ride)."""
         if not fast_writable(write):
             return NotImplemented
         instances = WorkflowInstance._meta.db_table
@@ -246,6 +252,10 @@ class PostgreSQLBackend(Backend):
         if unpark is None and wake_at is UNSET and self._functions.available(self.connection):
             called = _function_call(id, token, rows, changes, announce=announce)
             if called is not None:
+                if ride is not None and called[0] == writes_sql.FINAL_CALL:
+                    rode = self._ride(called[1], write, ride)
+                    if rode is not NotImplemented:
+                        return rode
                 return libpq.call_row(self.connection, *called, _FLAG_COLUMNS, prepare=True)
         params: list[Any] = [id, token]
         parts = [writes_sql.held("%s", "%s")]
@@ -290,6 +300,39 @@ class PostgreSQLBackend(Backend):
             if row is not None:
                 cursor.execute(*unpark)
             return None if row is None else row[:3]
+
+    def _ride(self, params: list[Any], write: InstanceWrite, ride: Ride) -> Any:
+        """dw_final_write_ride's call (postgresql_rides.py) with dw_final_write's `params`: the
+        flags, then ([the instance it leased, if any], the last signal id); None when the
+        lease is gone. NotImplemented where no claim can ride: several queues (each a range of
+        its own, which a claim merges), or a database without the function."""
+        if ride.queues is not None and len(ride.queues) != 1:
+            return NotImplemented
+        if not self._ride_function.available(self.connection):
+            return NotImplemented
+        more = rides_sql.ride_params(
+            owner=ride.owner,
+            token=ride.token,
+            lease_until=write.now + ride.lease_duration,
+            workflows=ride.workflows,
+            queue=ride.queues[0] if ride.queues else None,
+        )
+        row = libpq.call_row(
+            self.connection, rides_sql.RIDE_CALL, [*params, *more], rides_sql.COLUMNS, prepare=True
+        )
+        if row is None:
+            return None
+        if row[4] is None:  # the instance's id: NULL when nothing was leased
+            return (*row[:3], ([], 0))
+        return (*row[:3], (self.rows.instances(self.connection, [row[4:]]), int(row[3])))
+
+    def create_ride_function(self, schema_editor: Any) -> None:
+        rides_sql.create_function(schema_editor)
+        self._ride_function.forget()
+
+    def drop_ride_function(self, schema_editor: Any) -> None:
+        rides_sql.drop_function(schema_editor)
+        self._ride_function.forget()
 
     def create_functions(self, schema_editor: Any) -> None:
         writes_sql.create_functions(schema_editor)

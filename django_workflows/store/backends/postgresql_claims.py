@@ -25,7 +25,7 @@ QUEUE_FREE_ORDER = "ORDER BY priority, parked, wake_at, created_at, id"
 # index's first entry). A claim reads the lapsed range only once this says there is one, and so
 # never by any other index: while the statistics know nothing of the table, the planner would
 # read the lapsed range by dw_instance_workflow, every instance of the claimed workflows.
-_ANY_LAPSED = (
+ANY_LAPSED = (
     f"(SELECT min(lease_until) FROM {WorkflowInstance._meta.db_table} WHERE wake_at IS NOT NULL)"
 )
 
@@ -50,7 +50,7 @@ def due_ranges(
     one order (an IN list on its first column gives rows sorted by queue first), so each
     queue's first `limit` are picked from its own ranges and the first `limit` of those kept;
     the others' row locks end with the transaction. The lapsed range is read only when the
-    earliest lease end of a due instance has passed (_ANY_LAPSED). A lapsed lease whose
+    earliest lease end of a due instance has passed (ANY_LAPSED). A lapsed lease whose
     renewal holds its lease lock (lapsed_lease_free) is passed over after the lapsed range's
     first `limit` are read, so the try-lock runs for those only. `where`: a condition more (the
     limits' full workflows and keys) and its parameters; `flag`: a boolean expression (and its
@@ -66,7 +66,7 @@ def due_ranges(
     for n, queue in enumerate(queues or [None]):
         for name, lapsed in ((f"f{n}", False), (f"l{n}", True)):
             lease, order = (
-                (f"lease_until < %s AND {_ANY_LAPSED} < %s", ORDER)
+                (f"lease_until < %s AND {ANY_LAPSED} < %s", ORDER)
                 if lapsed
                 else (
                     "lease_until IS NULL AND NOT parked",

@@ -20,16 +20,16 @@ from ...models import JournalEntry, WorkflowInstance
 from .base import ENDED_CHANNEL
 from .writes import Routines
 
-_FLAGS = "cancel_requested, terminate_requested, cancel_reason"
+FLAGS = "cancel_requested, terminate_requested, cancel_reason"
 _JOURNAL = "dw_journal_write(text, text, jsonb)"
 _FINAL = "dw_final_write(text, text, jsonb, text, jsonb, jsonb, timestamptz)"
 
-JOURNAL_CALL = f"SELECT {_FLAGS} FROM dw_journal_write(%s, %s, %s::jsonb)"
+JOURNAL_CALL = f"SELECT {FLAGS} FROM dw_journal_write(%s, %s, %s::jsonb)"
 """dw_journal_write's call: the instance id, the lease token and the entries (as written()
 reads them); one row of the lease's flags, or none when the lease is gone."""
 
 FINAL_CALL = (
-    f"SELECT {_FLAGS} FROM dw_final_write(%s, %s, %s::jsonb, %s, %s::jsonb, %s::jsonb, "
+    f"SELECT {FLAGS} FROM dw_final_write(%s, %s, %s::jsonb, %s, %s::jsonb, %s::jsonb, "
     f"%s::timestamptz)"
 )
 """dw_final_write's call: as JOURNAL_CALL's, then the final status, the output and the error
@@ -40,7 +40,7 @@ def held(id: str, token: str) -> str:
     """`WITH held AS (...)`: the instance's row, locked, while `token` (a placeholder, as `id`)
     is its lease token."""
     return (
-        f"WITH held AS (SELECT id, {_FLAGS}, awaited FROM {WorkflowInstance._meta.db_table} "
+        f"WITH held AS (SELECT id, {FLAGS}, awaited FROM {WorkflowInstance._meta.db_table} "
         f"WHERE id = {id} AND lease_token = {token} FOR UPDATE)"
     )
 
@@ -72,25 +72,35 @@ def _function(signature: str, body: str) -> str:
     )
 
 
-def create_functions(schema_editor: Any) -> None:
-    """Create (or replace) dw_journal_write and dw_final_write, each a set of the lease's
-    flags (one row, or none when the lease is gone)."""
-    journal = f"{held('$1', '$2')}{written('$3')} SELECT {_FLAGS} FROM held"
-    schema_editor.execute(_function(_JOURNAL, f"BEGIN RETURN QUERY {journal}; END"))
+def final_query() -> str:
+    """dw_final_write's query (parameters $1 to $7, as FINAL_CALL's): lock the row, upsert the
+    entries, end the instance and let its lease go; the row's id, flags and `awaited`."""
     ended = (
         f", changed AS (UPDATE {WorkflowInstance._meta.db_table} AS i SET status = $4, "
         f"output = $5, error = $6, lease_token = NULL, lease_until = NULL, wake_at = NULL, "
         f"updated_at = $7 FROM held WHERE i.id = held.id RETURNING 1)"
     )
-    final = f"{held('$1', '$2')}{written('$3')}{ended} SELECT id, {_FLAGS}, awaited FROM held"
+    return f"{held('$1', '$2')}{written('$3')}{ended} SELECT id, {FLAGS}, awaited FROM held"
+
+
+ANNOUNCED_FLAGS = (
+    # result() and get_value() in other processes wake at the commit
+    f"IF r.awaited THEN PERFORM pg_notify('{ENDED_CHANNEL}', r.id); END IF;\n"
+    f"cancel_requested := r.cancel_requested; "
+    f"terminate_requested := r.terminate_requested; cancel_reason := r.cancel_reason;\n"
+)
+"""PL/pgSQL: announce the end of row `r` of final_query() where awaited, and set the flags."""
+
+
+def create_functions(schema_editor: Any) -> None:
+    """Create (or replace) dw_journal_write and dw_final_write, each a set of the lease's
+    flags (one row, or none when the lease is gone)."""
+    journal = f"{held('$1', '$2')}{written('$3')} SELECT {FLAGS} FROM held"
+    schema_editor.execute(_function(_JOURNAL, f"BEGIN RETURN QUERY {journal}; END"))
     schema_editor.execute(
         _function(
             _FINAL,
-            f"DECLARE r record;\nBEGIN FOR r IN {final} LOOP\n"
-            # result() and get_value() in other processes wake at the commit
-            f"IF r.awaited THEN PERFORM pg_notify('{ENDED_CHANNEL}', r.id); END IF;\n"
-            f"cancel_requested := r.cancel_requested; "
-            f"terminate_requested := r.terminate_requested; cancel_reason := r.cancel_reason;\n"
+            f"DECLARE r record;\nBEGIN FOR r IN {final_query()} LOOP\n{ANNOUNCED_FLAGS}"
             f"RETURN NEXT; END LOOP; END",
         )
     )

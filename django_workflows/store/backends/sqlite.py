@@ -20,7 +20,7 @@ from .rows import INSTANCE_COLUMNS, InstanceRows
 from .writes import UNSET, fast_writable, unpark_statement, write_changes
 
 if TYPE_CHECKING:
-    from ..instances import InstanceWrite
+    from ..instances import InstanceWrite, Ride
 
 _FLAGS = ("cancel_requested", "terminate_requested", "cancel_reason", "awaited")
 """What a lease holder's write reads back, in this order (fast_write)."""
@@ -113,14 +113,17 @@ class SQLiteBackend(Backend):
             )
         ]
 
-    def fast_write(self, id: str, token: str, write: InstanceWrite) -> Any:
+    def fast_write(
+        self, id: str, token: str, write: InstanceWrite, ride: Ride | None = None
+    ) -> Any:
         """Two or three statements in one transaction, at this process's turn to write,
         without the ORM's query building (which the one writer at a time would otherwise spend
         holding the database's write lock), each statement's text built once: read the flags
         by the lease token, upsert the journal entries (the guarded ones only while no cancel
         or terminate is requested), update. A write whose changes do not depend on the flags
         (no suspension's wake time) reads them in its UPDATE (RETURNING, SQLite 3.35+): one
-        statement fewer, the same rows changed in the same transaction."""
+        statement fewer, the same rows changed in the same transaction.
+        Nothing rides here (`ride`: has_rides is False)."""
         if not fast_writable(write):
             return NotImplemented
         connection = self.connection
