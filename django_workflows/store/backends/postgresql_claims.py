@@ -102,16 +102,28 @@ def lease_sql(
     return their rows, each with the last signal id (of the statement's snapshot: a signal
     committed after it has a higher id, and the release's check for signals above the cursor
     catches it)."""
-    table = WorkflowInstance._meta.db_table
-    signals = Signal._meta.db_table
     sql = (
-        f"UPDATE {table} AS i SET lease_token = %s, lease_owner = %s, lease_until = %s, "
-        f"runs = i.runs + 1, updated_at = %s, "
-        f"status = CASE WHEN i.status = %s THEN i.status ELSE %s END "
-        f"FROM {picked} WHERE i.id = picked.id "
-        f"RETURNING {_RETURNED}, (SELECT COALESCE(MAX(id), 0) FROM {signals}) AS last_signal_id"
+        lease_update(picked, "%s", "%s", "%s", "%s", ("%s", "%s"))
+        + f"RETURNING {_RETURNED}, {LAST_SIGNAL_ID} AS last_signal_id"
     )
     return sql, [token, owner, lease_until, now, Status.COMPENSATING, Status.RUNNING]
+
+
+LAST_SIGNAL_ID = f"(SELECT COALESCE(MAX(id), 0) FROM {Signal._meta.db_table})"
+
+
+def lease_update(
+    picked: str, token: str, owner: str, lease_until: str, now: str, statuses: tuple[str, str]
+) -> str:
+    """`UPDATE ... FROM picked WHERE ... ` (up to its RETURNING): the lease of the instances
+    of `picked`, each value an SQL expression (a placeholder); `statuses`: those of
+    compensating and running (a compensating instance stays so, any other runs)."""
+    return (
+        f"UPDATE {WorkflowInstance._meta.db_table} AS i SET lease_token = {token}, "
+        f"lease_owner = {owner}, lease_until = {lease_until}, runs = i.runs + 1, "
+        f"updated_at = {now}, status = CASE WHEN i.status = {statuses[0]} THEN i.status "
+        f"ELSE {statuses[1]} END FROM {picked} WHERE i.id = picked.id "
+    )
 
 
 def claim_sql(

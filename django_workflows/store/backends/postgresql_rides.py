@@ -20,8 +20,8 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from ...models import Signal, Status, WorkflowInstance
-from .postgresql_claims import ANY_LAPSED, ORDER, QUEUE_FREE_ORDER
+from ...models import Status, WorkflowInstance
+from .postgresql_claims import ANY_LAPSED, LAST_SIGNAL_ID, ORDER, QUEUE_FREE_ORDER, lease_update
 from .postgresql_libpq import BOOLEAN, TEXT
 from .postgresql_writes import ANNOUNCED_FLAGS, FLAGS, final_query
 from .rows import INSTANCE_COLUMNS
@@ -93,15 +93,12 @@ def pick_sql(queue: bool) -> str:
 
 
 def _lease(pick: str) -> str:
-    """Lease the instance `pick` finds, as postgresql_claims.lease_sql() does: into `leased`,
+    """Lease the instance `pick` finds, as a claim's lease does (lease_update): into `leased`,
     the instance's row and the last signal id of the statement's snapshot."""
-    table = WorkflowInstance._meta.db_table
+    statuses = (f"'{Status.COMPENSATING}'", f"'{Status.RUNNING}'")
     return (
-        f"UPDATE {table} AS i SET lease_token = $9, lease_owner = $8, lease_until = $10, "
-        f"runs = i.runs + 1, updated_at = $7, status = CASE WHEN i.status = "
-        f"'{Status.COMPENSATING}' THEN i.status ELSE '{Status.RUNNING}' END "
-        f"FROM ({pick}) AS picked WHERE i.id = picked.id RETURNING i AS instance, "
-        f"(SELECT COALESCE(MAX(id), 0) FROM {Signal._meta.db_table}) AS last INTO leased;"
+        lease_update(f"({pick}) AS picked", "$9", "$8", "$10", "$7", statuses)
+        + f"RETURNING i AS instance, {LAST_SIGNAL_ID} AS last INTO leased;"
     )
 
 
