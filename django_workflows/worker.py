@@ -310,7 +310,9 @@ class Worker:
             )
         ticker = None
         if not until_idle:  # a long tick (many schedules due at once) holds back no claim
-            ticker = threading.Thread(target=self._schedule, name=f"{self.id} schedules")
+            ticker = threading.Thread(
+                target=self.scheduler.serve, args=(self._poll_wait,), name=f"{self.id} schedules"
+            )
             ticker.start()
         futures: set[Future[Any]] = set()
         pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="workflow")
@@ -329,7 +331,7 @@ class Worker:
                     and time.monotonic() - scheduled_at >= self.poll_interval.total_seconds()
                 ):
                     scheduled_at = time.monotonic()
-                    self._tick_schedules()
+                    self.scheduler.tick_logged()
                 futures = {f for f in futures if not f.done()}
                 free = self.concurrency - len(futures)
                 if free > 0:
@@ -367,23 +369,6 @@ class Worker:
             self._presence.unregister()  # a clean exit: no longer in the registry
         with self._lock:  # and those that rode on a release
             return executed + self._rides - rides
-
-    def _schedule(self) -> None:
-        """run()'s schedules thread: a tick once a poll interval, until the stop."""
-        try:
-            while not self._stopping.is_set():
-                self._tick_schedules()
-                self._stopping.wait(self._poll_wait())
-        finally:
-            connections[self.using].close()
-
-    def _tick_schedules(self) -> None:
-        """Once a poll interval: the declared schedules (once a minute) and the due occurrences."""
-        try:
-            refresh_connections()
-            self.scheduler.tick()
-        except Exception:
-            logger.exception("Starting schedule occurrences failed; trying again at the next poll.")
 
     def _wait_for_slots(self, futures: set[Future[Any]], batch: int) -> None:
         """Until `batch` slots are free, or a little while with at least one free."""

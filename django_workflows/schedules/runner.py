@@ -3,7 +3,9 @@ a lease, starts their occurrences as `missed` and `overlap` say, then writes the
 hands them back. Once a minute it first syncs the declared schedules.
 
 A claimed batch's common case is planned, then written together (batch.py); the rest, one
-schedule at a time, each in a savepoint of its own (Scheduler._run).
+schedule at a time, each in a savepoint of its own (Scheduler._run). Between ticks, a worker's
+schedules thread prepares the occurrences coming due, and a tick first writes those due
+(ahead.py).
 """
 
 from __future__ import annotations
@@ -11,17 +13,20 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from django.db import transaction
+from django.db import connections, transaction
 
 from .. import clock
 from ..client import cancel
 from ..definitions import Schedule, Workflow
 from ..errors import WorkflowError, WorkflowIdConflictError, WorkflowPayloadError
 from ..models import WorkflowSchedule
+from ..renewer import refresh_connections
 from ..store import schedules as store
 from . import batch
+from .ahead import Ahead
 from .declared import CONFIRM_EVERY, declared_in_code, sync_declared
 from .ids import occurrence_id
 from .start import start_occurrence
@@ -54,6 +59,7 @@ class Scheduler:
         self.owner = owner
         self.workflows = workflows
         self.lease_duration = lease_duration
+        self.ahead = Ahead(using, workflows)
         self._synced_at: datetime | None = None
 
     def tick(self, now: datetime | None = None, *, force_sync: bool = False) -> int:
@@ -63,7 +69,35 @@ class Scheduler:
         if force_sync or self._synced_at is None or now - self._synced_at >= CONFIRM_EVERY:
             self._synced_at = now
             sync_declared(self.using, now)
-        return self.run_due(now)
+        return self.ahead.write_due(now) + self.run_due(now)
+
+    def serve(self, poll_wait: Callable[[], float]) -> None:
+        """A worker's schedules thread, until `stopping`: a tick once a poll interval
+        (`poll_wait()` seconds) and at the time of the soonest occurrence prepared, and between
+        ticks the occurrences coming due prepared (ahead.py)."""
+        try:
+            while not self.stopping.is_set():
+                self.tick_logged()
+                try:
+                    more = self.ahead.prepare(clock.now(), declared_in_code(self.workflows))
+                except Exception:
+                    logger.exception("Preparing schedule occurrences failed; the tick starts them.")
+                    more = False
+                wait = poll_wait()
+                soonest = self.ahead.next_at()
+                if soonest is not None:
+                    wait = min(wait, max(0.0, (soonest - clock.now()).total_seconds()))
+                self.stopping.wait(0 if more else wait)
+        finally:
+            connections[self.using].close()
+
+    def tick_logged(self) -> None:
+        """tick() from a worker's loop: a failure is logged, and the next poll tries again."""
+        try:
+            refresh_connections()
+            self.tick()
+        except Exception:
+            logger.exception("Starting schedule occurrences failed; trying again at the next poll.")
 
     def run_due(self, now: datetime) -> int:
         """Start what is due: claims of CLAIM_BATCH schedules, one after another while they come

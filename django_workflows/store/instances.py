@@ -154,21 +154,28 @@ def create_instances(
         if backend(using).insert_ignore_many(instances) != len(instances):
             transaction.set_rollback(True, using=using)  # to the savepoint: nothing written
             return False
-        for instance, tags, attributes, _ in new:
-            if tags or attributes:
-                searchable.create(using, instance.pk, tags, attributes, instance.created_at)
-        journal = [
-            JournalEntry(
-                instance_id=instance.pk,
-                name=name,
-                document=payloads.encode_document(instance.pk, name, document),
-            )
-            for instance, _, _, entries in new
-            for name, document in entries.items()
-        ]
-        if journal:
-            JournalEntry.objects.using(using).bulk_create(journal)
+        write_beside(using, [(i.pk, i.created_at, t, a, e) for i, t, a, e in new])
     return True
+
+
+def write_beside(
+    using: str,
+    created: list[tuple[str, datetime, list[str], dict[str, Stored], dict[str, dict[str, Any]]]],
+) -> None:
+    """What create_instances() writes beside the instances just inserted, each (id, creation
+    time, tags, search attributes, first journal entries): in the caller's transaction."""
+    for id, created_at, tags, attributes, _ in created:
+        if tags or attributes:
+            searchable.create(using, id, tags, attributes, created_at)
+    journal = [
+        JournalEntry(
+            instance_id=id, name=name, document=payloads.encode_document(id, name, document)
+        )
+        for id, _, _, _, entries in created
+        for name, document in entries.items()
+    ]
+    if journal:
+        JournalEntry.objects.using(using).bulk_create(journal)
 
 
 def get_instance(using: str, id: str) -> WorkflowInstance | None:

@@ -24,7 +24,8 @@ from django.db.models.constants import OnConflict
 from django.db.models.fields import AutoFieldMixin
 from django.db.models.sql import InsertQuery
 
-from .params import insert_unless_exists
+from . import prepared
+from .params import insert_rows_unless_exist, insert_unless_exists, row_values
 
 if TYPE_CHECKING:
     from django.db.backends.base.base import BaseDatabaseWrapper
@@ -223,6 +224,31 @@ class Backend:
         with connection.cursor() as cursor:
             cursor.execute(sql, [*states, *wakes, updated, *ids, token])
             return cursor.rowcount
+
+    # Occurrences prepared ahead (prepared.py): their values made ready before the write.
+    def prepare_take(self, id: str, revision: int, own: str, state: Any, wake_at: Any) -> Any:
+        schedule = apps.get_model("django_workflows", "WorkflowSchedule")
+        return (
+            prepared.prepared_field(self.connection, schedule, "state", state),
+            prepared.prepared_field(self.connection, schedule, "wake_at", wake_at),
+        )
+
+    def prepare_row(self, obj: Model) -> list[Any]:
+        return row_values(obj, self.connection)
+
+    def prepare_value(self, model: type[Model], name: str, value: Any) -> Any:
+        return prepared.prepared_field(self.connection, model, name, value)
+
+    def take_schedules(
+        self, now: Any, takes: list[prepared.Take], unfinished: tuple[str, ...]
+    ) -> list[str]:
+        """The ids of the schedules taken (prepared.Take says when a take writes)."""
+        return prepared.take_by_case(self.connection, now, takes, unfinished)
+
+    def insert_prepared(self, model: type[Model], rows: list[list[Any]]) -> int:
+        """INSERT rows prepared by prepare_row() (and prepare_value()), each unless its key
+        exists. Returns how many it inserted."""
+        return insert_rows_unless_exist(model, rows, self.connection) if rows else 0
 
     # Hand-written fast paths: NotImplemented where the store takes the ORM's path.
 

@@ -67,22 +67,48 @@ def insert_unless_exists(objs: Sequence[Model], connection: Any) -> int:
     exists (the database's own INSERT IGNORE, INSERT OR IGNORE or ON CONFLICT DO NOTHING, as
     the ORM writes it), in as few statements as the database's parameter limit allows. Returns
     how many it inserted."""
-    head, row, suffix, fields, columns = _insert(connection, type(objs[0]), _auto_pk_unset(objs[0]))
-    size = max(1, connection.ops.bulk_batch_size(columns, objs))
+    rows = [row_values(obj, connection) for obj in objs]
+    return insert_rows_unless_exist(type(objs[0]), rows, connection, _auto_pk_unset(objs[0]))
+
+
+def row_values(obj: Model, connection: Any) -> list[Any]:
+    """`obj`'s row as insert_unless_exists() sends it, one value a column (field_index() tells
+    which): prepared before the INSERT, which insert_rows_unless_exist() then sends."""
+    _, _, _, fields, _ = _insert(connection, type(obj), _auto_pk_unset(obj))
+    return [
+        prepare(
+            field,
+            kind,
+            field.pre_save(obj, True) if saved else getattr(obj, field.attname),
+            connection,
+        )
+        for field, kind, saved in fields
+    ]
+
+
+def row_fields(model: type[Model], connection: Any) -> list[Any]:
+    """The fields of a row_values() row of `model` (its primary key set), in its order."""
+    return _insert(connection, model, False)[4]
+
+
+def field_index(model: type[Model], name: str, connection: Any) -> int:
+    """Where the value of `model`'s field `name` is in a row_values() row (its primary key
+    set)."""
+    return [field.name for field in row_fields(model, connection)].index(name)
+
+
+def insert_rows_unless_exist(
+    model: type[Model], rows: list[list[Any]], connection: Any, auto_pk_unset: bool = False
+) -> int:
+    """insert_unless_exists() of rows of `model` prepared by row_values() (`auto_pk_unset`:
+    their primary key is an auto field left to the database)."""
+    head, row, suffix, _, columns = _insert(connection, model, auto_pk_unset)
+    size = max(1, connection.ops.bulk_batch_size(columns, rows))
     inserted = 0
     with connection.cursor() as cursor:
-        for first in range(0, len(objs), size):
-            batch = objs[first : first + size]
-            params = [
-                prepare(
-                    field,
-                    kind,
-                    field.pre_save(obj, True) if saved else getattr(obj, field.attname),
-                    connection,
-                )
-                for obj in batch
-                for field, kind, saved in fields
-            ]
+        for first in range(0, len(rows), size):
+            batch = rows[first : first + size]
+            params = [value for values in batch for value in values]
             cursor.execute(f"{head}{', '.join([row] * len(batch))}{suffix}", params)
             inserted += max(cursor.rowcount, 0)
     return inserted

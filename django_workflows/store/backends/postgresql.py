@@ -29,10 +29,12 @@ from ...models import (
 from . import driver
 from . import postgresql_claims as claims
 from . import postgresql_libpq as libpq
+from . import postgresql_prepared as prepared_sql
 from . import postgresql_rides as rides_sql
 from . import postgresql_writes as writes_sql
 from .base import ENDED_CHANNEL, NOTIFY_CHANNEL, Backend, insert_rows
 from .postgresql_claims import LEASE_CLASS
+from .prepared import Take
 from .rows import InstanceRows
 from .writes import (
     UNSET,
@@ -139,6 +141,22 @@ class PostgreSQLBackend(Backend):
         if len(objs) > 1:
             return insert_rows(objs, self.alias, OnConflict.IGNORE, [])
         return super().insert_ignore_many(objs)
+
+    def prepare_take(self, id: str, revision: int, own: str, state: Any, wake_at: Any) -> Any:
+        return prepared_sql.prepare_take(self.connection, id, revision, own, state, wake_at)
+
+    def prepare_row(self, obj: Model) -> list[Any]:
+        return prepared_sql.prepare_row(self.connection, obj)
+
+    def prepare_value(self, model: type[Model], name: str, value: Any) -> Any:
+        field_value = super().prepare_value(model, name, value)
+        return prepared_sql.array_element(self.connection, field_value)
+
+    def take_schedules(self, now: Any, takes: list[Take], unfinished: tuple[str, ...]) -> list[str]:
+        return prepared_sql.take(self.connection, now, takes, unfinished)
+
+    def insert_prepared(self, model: type[Model], rows: list[list[Any]]) -> int:
+        return prepared_sql.insert(self.connection, model, rows) if rows else 0
 
     def notify(self) -> None:
         # Through libpq, as the writes: a cursor's machinery was a tenth of a start()'s CPU.

@@ -1,0 +1,226 @@
+"""Occurrences prepared ahead of their time, written at it (issue 15, "Schedules at scale"): a
+worker's schedules thread plans the occurrences coming due and prepares their rows, writing
+nothing; at the time one transaction takes the schedules whose plans still hold and inserts
+their instances, which are what start() writes, created at that time. A plan that no longer
+holds (a pause, an upsert, a removal, an instance in the way, the clock past its window) writes
+nothing, and the tick starts the occurrence as it would have without it.
+
+The manual clock starts on 1 January 2026; `every="1m"` counts from the epoch.
+"""
+
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+
+import pytest
+from django.db import connections
+
+import django_workflows as wf
+from django_workflows import clock, schedules
+from django_workflows.models import Status, WorkflowInstance, WorkflowSchedule
+from django_workflows.schedules.declared import declared_in_code
+from django_workflows.schedules.ids import occurrence_id
+from django_workflows.schedules.runner import Scheduler
+from django_workflows.schedules.state import State
+
+from ..helpers import wait_until, worker_thread
+from .test_schedule_batches import Traced, written
+
+COUNT = 12
+LEASE = timedelta(minutes=5)
+
+
+def prepared_scheduler(workflows: list[str]) -> Scheduler:
+    """A worker's scheduler whose occurrences coming due are prepared (nothing written)."""
+    scheduler = Scheduler("default", "ahead-worker", workflows, LEASE)
+    scheduler._synced_at = clock.now()  # no declared schedules to sync
+    while scheduler.ahead.prepare(clock.now(), declared_in_code(workflows)):
+        pass
+    return scheduler
+
+
+def next_minute():
+    return (clock.now() + timedelta(minutes=1)).replace(second=0, microsecond=0)
+
+
+@pytest.mark.django_db
+def test_an_occurrence_prepared_ahead_is_written_at_its_time_as_start_writes_it(
+    define, workflow_clock, settings
+):
+    settings.DJANGO_WORKFLOWS = {
+        **(getattr(settings, "DJANGO_WORKFLOWS", None) or {}),
+        "STEP_MIDDLEWARE": [f"{Traced.__module__}.Traced"],
+    }
+
+    @define("ahead", tags=["nightly"], timeout="1h")
+    def ahead(ctx, input):
+        return input
+
+    for index in range(COUNT):
+        schedules.upsert(f"ahead-{index:02d}", workflow="ahead", every="1m", input={"n": 1})
+    wf.signal("anything", "arrived", key="k")  # a signal sent before: not the instances'
+    at = next_minute()
+    workflow_clock.advance(at - clock.now() - timedelta(seconds=10))
+    revisions = dict(WorkflowSchedule.objects.values_list("id", "revision"))
+    scheduler = prepared_scheduler(["ahead"])
+    assert len(scheduler.ahead.prepared) == COUNT and scheduler.ahead.next_at() == at
+    assert not WorkflowInstance.objects.exists()  # nothing written ahead
+    assert dict(WorkflowSchedule.objects.values_list("id", "revision")) == revisions
+
+    workflow_clock.advance("10.5s")
+    now = clock.now()
+    assert scheduler.ahead.write_due(now) == COUNT
+    assert not scheduler.ahead.prepared
+    assert scheduler.run_due(now) == 0  # the tick finds nothing more to start
+
+    started = WorkflowInstance.objects.filter(schedule_id__startswith="ahead-")
+    assert sorted(started.values_list("id", flat=True)) == sorted(
+        occurrence_id(f"ahead-{index:02d}", at) for index in range(COUNT)
+    )
+    expected = written(wf.start("ahead", {"n": 1}, id="by-hand").id)
+    for instance in started:
+        assert written(instance.pk) == expected, instance.pk
+        assert instance.created_at == instance.updated_at == instance.wake_at == now
+        assert instance.scheduled_at == at
+        assert instance.deadline == now + timedelta(hours=1)
+    for schedule in WorkflowSchedule.objects.all():
+        assert State.of(schedule).runs == 1
+        assert State.of(schedule).cursor == at
+        assert schedule.wake_at == at + timedelta(minutes=1)
+        assert schedule.revision == revisions[schedule.pk] + 1
+        assert schedule.lease_token is None
+
+
+@pytest.mark.django_db
+def test_a_plan_made_before_a_pause_an_upsert_or_a_removal_writes_nothing(define, workflow_clock):
+    @define("ahead")
+    def ahead(ctx, input):
+        return input
+
+    for name in ("paused", "changed", "removed", "kept"):
+        schedules.upsert(f"ahead-{name}", workflow="ahead", every="1m", input="before")
+    at = next_minute()
+    workflow_clock.advance(at - clock.now() - timedelta(seconds=5))
+    scheduler = prepared_scheduler(["ahead"])
+    assert len(scheduler.ahead.prepared) == 4
+    schedules.pause("ahead-paused")
+    schedules.upsert("ahead-changed", workflow="ahead", every="1m", input="after")
+    schedules.remove("ahead-removed")
+
+    workflow_clock.advance("6s")
+    assert scheduler.ahead.write_due(clock.now()) == 1  # "kept" alone
+    assert scheduler.tick() == 1  # the tick starts "changed" as its schedule is now
+    started = dict(WorkflowInstance.objects.values_list("schedule_id", "input"))
+    assert started == {"ahead-kept": "before", "ahead-changed": "after"}
+
+
+@pytest.mark.django_db
+def test_an_unfinished_instance_in_the_way_leaves_the_occurrence_to_overlap(
+    define, workflow_clock, events
+):
+    @define("ahead")
+    def ahead(ctx, input):
+        return input
+
+    schedules.upsert("ahead-skip", workflow="ahead", every="1m", overlap="skip")
+    schedules.upsert("ahead-allow", workflow="ahead", every="1m", overlap="allow")
+    at = next_minute()
+    workflow_clock.advance(at - clock.now() - timedelta(seconds=5))
+    scheduler = prepared_scheduler(["ahead"])
+    assert len(scheduler.ahead.prepared) == 2
+    running = {id: schedules.trigger(id).id for id in ("ahead-skip", "ahead-allow")}
+
+    workflow_clock.advance("6s")
+    assert scheduler.ahead.write_due(clock.now()) == 1  # overlap="allow" starts beside it
+    assert scheduler.tick() == 1  # overlap="skip": the tick passes it over
+    unfinished = WorkflowInstance.objects.filter(status=Status.PENDING)
+    assert set(unfinished.values_list("id", flat=True)) == {
+        *running.values(),
+        occurrence_id("ahead-allow", at),
+    }
+    skipped = [(e.id, e.data["reason"]) for e in events if e.type == "schedule-skipped"]
+    assert skipped == [("ahead-skip", "overlap")]
+    assert State.of(WorkflowSchedule.objects.get(pk="ahead-skip")).cursor == at
+
+
+@pytest.mark.django_db
+def test_a_plan_holds_only_until_the_next_occurrence(define, workflow_clock):
+    @define("ahead")
+    def ahead(ctx, input):
+        return input
+
+    schedules.upsert("ahead-late", workflow="ahead", every="1m", missed="all", overlap="allow")
+    at = next_minute()
+    workflow_clock.advance(at - clock.now() - timedelta(seconds=5))
+    scheduler = prepared_scheduler(["ahead"])
+    assert len(scheduler.ahead.prepared) == 1
+
+    workflow_clock.advance("65s")  # the worker was held up past the next occurrence
+    assert scheduler.ahead.write_due(clock.now()) == 0
+    assert scheduler.tick() == 1  # the tick starts both, as missed="all" says
+    assert sorted(WorkflowInstance.objects.values_list("scheduled_at", flat=True)) == [
+        at,
+        at + timedelta(minutes=1),
+    ]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_workers_with_the_same_plans_start_each_occurrence_once(define, workflow_clock):
+    @define("ahead")
+    def ahead(ctx, input):
+        return input
+
+    for index in range(COUNT * 5):
+        schedules.upsert(f"ahead-{index:02d}", workflow="ahead", every="1m")
+    at = next_minute()
+    workflow_clock.advance(at - clock.now() - timedelta(seconds=5))
+    schedulers = [prepared_scheduler(["ahead"]) for _ in range(2)]
+    workflow_clock.advance("6s")
+    now = clock.now()
+    meet = threading.Barrier(2)
+    started: list[int] = []
+    raised: list[BaseException] = []
+
+    def tick(scheduler: Scheduler) -> None:
+        try:
+            meet.wait(10)
+            started.append(scheduler.tick(now))
+        except BaseException as error:
+            raised.append(error)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=tick, args=(s,)) for s in schedulers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert not raised
+    assert sum(started) == COUNT * 5
+    assert WorkflowInstance.objects.count() == COUNT * 5
+    for schedule in WorkflowSchedule.objects.all():
+        assert State.of(schedule).runs == 1, schedule.pk
+        assert schedule.wake_at == at + timedelta(minutes=1)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_schedules_thread_wakes_at_the_prepared_time_not_at_its_next_poll(define):
+    @define("ahead-seconds")
+    def ahead(ctx, input):
+        return "done"
+
+    schedules.upsert("ahead-seconds", workflow="ahead-seconds", every="4s")
+    with worker_thread(
+        id="ahead-thread", workflows=["ahead-seconds"], poll_interval="30s"
+    ) as worker:
+        # The worker ticks as it starts, then not for 30 s: only the plan it made then
+        # starts the next occurrence at its time.
+        assert wait_until(lambda: worker.scheduler.ahead.next_at() is not None, 10)
+        at = worker.scheduler.ahead.next_at()
+        assert wait_until(
+            lambda: WorkflowInstance.objects.filter(scheduled_at=at).exists(),
+            (at - clock.now()).total_seconds() + 5,
+        )
+        instance = WorkflowInstance.objects.get(scheduled_at=at)
+        assert at <= instance.created_at < at + timedelta(seconds=5)
