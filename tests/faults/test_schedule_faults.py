@@ -15,6 +15,7 @@ import django_workflows as wf
 from django_workflows import clock, schedules
 from django_workflows.models import WorkflowInstance, WorkflowSchedule
 from django_workflows.registry import registry
+from django_workflows.schedules.declared import declared_in_code
 from django_workflows.schedules.ids import occurrence_id
 from django_workflows.schedules.runner import Scheduler
 from django_workflows.schedules.state import State
@@ -41,13 +42,20 @@ def hourly():
     registry.unregister(hourly)
 
 
-def tick_in_a_thread(now) -> tuple[threading.Thread, list[BaseException]]:
-    """A worker's tick at `now`, on a thread (and connection) of its own; what it raised."""
+def tick_in_a_thread(
+    now, scheduler: Scheduler | None = None
+) -> tuple[threading.Thread, list[BaseException]]:
+    """A worker's tick at `now` (a new worker's, or `scheduler`'s with the occurrences it
+    prepared), on a thread (and connection) of its own; what it raised."""
     raised: list[BaseException] = []
 
     def run() -> None:
         try:
-            Scheduler("default", "fault-worker", ["fault-hourly"], LEASE).run_due(now)
+            if scheduler is None:
+                Scheduler("default", "fault-worker", ["fault-hourly"], LEASE).run_due(now)
+            else:
+                scheduler.ahead.write_due(now)
+                scheduler.run_due(now)
         except BaseException as error:  # a killed connection may end the tick
             raised.append(error)
         finally:
@@ -58,10 +66,16 @@ def tick_in_a_thread(now) -> tuple[threading.Thread, list[BaseException]]:
     return thread, raised
 
 
+@pytest.mark.parametrize("ahead", [False, True], ids=["claimed", "prepared-ahead"])
 @pytest.mark.parametrize("fault", ["statement", "connection"])
-def test_an_interrupted_tick_starts_each_occurrence_exactly_once(hourly, fault):
+def test_an_interrupted_tick_starts_each_occurrence_exactly_once(hourly, fault, ahead, caplog):
     [wake_at] = set(WorkflowSchedule.objects.values_list("wake_at", flat=True))
     now = wake_at + timedelta(seconds=1)  # each schedule's first occurrence is due
+    prepared = None
+    if ahead:  # the occurrences prepared before their time: their write is the one interrupted
+        prepared = Scheduler("default", "fault-worker", ["fault-hourly"], LEASE)
+        prepared.ahead.prepare(wake_at - timedelta(seconds=5), declared_in_code(["fault-hourly"]))
+        assert len(prepared.ahead.prepared) == COUNT
     blocked = occurrence_id("fault-hourly-17", wake_at)
     with transaction.atomic():
         # An uncommitted row with one occurrence's id: the batch's insert waits for this
@@ -70,11 +84,13 @@ def test_an_interrupted_tick_starts_each_occurrence_exactly_once(hourly, fault):
         WorkflowInstance.objects.create(
             id=blocked, workflow="placeholder", version=1, created_at=created, updated_at=created
         )
-        tick, _ = tick_in_a_thread(now)
+        tick, _ = tick_in_a_thread(now, prepared)
         interrupt_the_lock_waiter(fault)
         transaction.set_rollback(True)
     tick.join(60)
     assert not tick.is_alive(), "the tick did not return"
+    if ahead:  # it was the prepared write that the fault met, and the tick went on without it
+        assert "occurrences prepared ahead failed" in caplog.text
     # Whatever the tick left leased, the next tick after the lease takes up.
     later, _ = tick_in_a_thread(now + LEASE + timedelta(seconds=1))
     later.join(60)

@@ -23,6 +23,7 @@ from django_workflows.schedules.declared import declared_in_code
 from django_workflows.schedules.ids import occurrence_id
 from django_workflows.schedules.runner import Scheduler
 from django_workflows.schedules.state import State
+from django_workflows.store import schedules as schedule_store
 
 from ..helpers import wait_until, worker_thread
 from .test_schedule_batches import Traced, written
@@ -142,6 +143,33 @@ def test_an_unfinished_instance_in_the_way_leaves_the_occurrence_to_overlap(
     skipped = [(e.id, e.data["reason"]) for e in events if e.type == "schedule-skipped"]
     assert skipped == [("ahead-skip", "overlap")]
     assert State.of(WorkflowSchedule.objects.get(pk="ahead-skip")).cursor == at
+
+
+@pytest.mark.django_db
+def test_a_schedule_another_workers_claim_holds_is_left_to_it(define, workflow_clock):
+    @define("ahead")
+    def ahead(ctx, input):
+        return input
+
+    schedules.upsert("ahead-claimed", workflow="ahead", every="1m")
+    at = next_minute()
+    workflow_clock.advance(at - clock.now() - timedelta(seconds=5))
+    scheduler = prepared_scheduler(["ahead"])
+    workflow_clock.advance("6s")
+    now = clock.now()
+    # Another worker claimed it at its time (a claim moves no revision on) and is starting it.
+    [claimed] = schedule_store.claim_schedules(
+        "default",
+        owner="other-worker",
+        token="other-token",
+        now=now,
+        lease_until=now + LEASE,
+        limit=10,
+        workflows=["ahead"],
+    )
+    assert scheduler.ahead.write_due(now) == 0
+    assert not WorkflowInstance.objects.exists()
+    assert WorkflowSchedule.objects.get(pk="ahead-claimed").lease_token == "other-token"
 
 
 @pytest.mark.django_db
