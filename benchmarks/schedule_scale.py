@@ -13,8 +13,11 @@ Printed, for the occurrences of those minutes:
 - how many of the expected occurrences started (an instance exists), and the lag from each
   occurrence's time to its instance's `created_at` and to its first step's `started_at`
   (median, p95, max);
+- for each minute, when all its instances could first be seen from another connection (their
+  transactions committed: polled every 0.1 s), after the occurrence's time;
 - the worker's CPU over the window (from /proc), the CPU of its schedule ticks alone (the
-  ticking thread's CPU time, as a share of one core over the window), how many ticks ran and
+  ticking thread's CPU time, as a share of one core over the window) and of its preparations
+  of the occurrences coming due (the same thread, between ticks), how many ticks ran and
   their longest wall time, and the database server's CPU over the window.
 
 Both processes read the same clock. Figures are printed; nothing is asserted.
@@ -97,6 +100,13 @@ def main(argv: list[str] | None = None) -> None:
         if (first - now).total_seconds() < 2:
             first += timedelta(minutes=1)
         window_end = first + timedelta(minutes=args.minutes)
+        visible: dict[datetime, float] = {}
+        watcher = threading.Thread(
+            target=watch_visibility,
+            args=(first, args.minutes, args.schedules, visible),
+            daemon=True,
+        )
+        watcher.start()
         time.sleep((first - datetime.now(UTC)).total_seconds() - 1)
         before = cpu.sample(args.db, [pid], 0, time.time())
         while datetime.now(UTC) < window_end - timedelta(seconds=1):
@@ -108,6 +118,31 @@ def main(argv: list[str] | None = None) -> None:
     finally:
         workers.stop()
     report(args, first, window_end, before, after, ticks)
+    for minute in sorted(visible):
+        print(
+            f"minute {minute:%H:%M}: all {args.schedules} instances visible "
+            f"{visible[minute]:.2f}s after the occurrence"
+        )
+
+
+def watch_visibility(
+    first: datetime, minutes: int, expected: int, visible: dict[datetime, float]
+) -> None:
+    """For each minute of the window, the seconds after its occurrence at which all its
+    instances could be seen from this connection (polled every 0.1 s, for up to 30 s)."""
+    from django.db import connection
+
+    try:
+        for index in range(minutes):
+            at = first + timedelta(minutes=index)
+            time.sleep(max(0.0, (at - datetime.now(UTC)).total_seconds()))
+            while datetime.now(UTC) < at + timedelta(seconds=30):
+                if occurrences(at, at + timedelta(seconds=1)).count() >= expected:
+                    visible[at] = (datetime.now(UTC) - at).total_seconds()
+                    break
+                time.sleep(0.1)
+    finally:
+        connection.close()
 
 
 def occurrences(first: datetime, end: datetime):
@@ -168,18 +203,26 @@ def report(args, first: datetime, end: datetime, before, after, ticks: Path) -> 
         f"({100 * (after.server - before.server) / seconds:.1f} % of a core)"
     )
     lines = [line.split() for line in ticks.read_text().splitlines()] if ticks.exists() else []
+    lines = [line for line in lines if before.at <= float(line[0]) < after.at]
     inside = [
         (float(at), float(wall), float(cpu_s), int(handled))
-        for at, wall, cpu_s, handled in lines
-        if before.at <= float(at) < after.at
+        for at, wall, cpu_s, handled, *kind in lines
+        if not kind
     ]
+    prepared = [float(cpu_s) for _, _, cpu_s, _, *kind in lines if kind == ["prepare"]]
+    tick_cpu = sum(cpu_s for _, _, cpu_s, _ in inside)
     if inside:
-        tick_cpu = sum(cpu_s for _, _, cpu_s, _ in inside)
         print(
             f"schedule ticks: {len(inside)} ticks, {sum(h for *_, h in inside)} schedules "
             f"handled, CPU {tick_cpu:.1f}s = {100 * tick_cpu / seconds:.1f} % of a core; "
             f"longest tick {max(w for _, w, _, _ in inside):.2f}s wall, ticks' wall time "
             f"{sum(w for _, w, _, _ in inside):.1f}s"
+        )
+    if prepared:
+        print(
+            f"preparations of the occurrences coming due: {len(prepared)}, CPU "
+            f"{sum(prepared):.1f}s = {100 * sum(prepared) / seconds:.1f} % of a core; ticks and "
+            f"preparations together {100 * (tick_cpu + sum(prepared)) / seconds:.1f} %"
         )
 
 

@@ -1,6 +1,8 @@
 """Timing a worker's schedule ticks (benchmarks/benchapp with BENCH_SCHEDULE_TICKS): each
-`Scheduler.tick()` appends `<began> <wall s> <thread CPU s> <handled>` to a file. The tick runs
-on one thread, so its thread's CPU time is the tick's own (the executions run on others)."""
+`Scheduler.tick()` appends `<began> <wall s> <thread CPU s> <handled>` to a file, and each
+preparation of the occurrences coming due (`Ahead.prepare()`, between ticks) the same with
+`prepare` last. Both run on the schedules thread, so its CPU time is theirs alone (the
+executions run on others)."""
 
 from __future__ import annotations
 
@@ -10,21 +12,24 @@ from typing import Any
 
 
 def install(path: str) -> None:
-    from django_workflows.schedules import runner
+    from django_workflows.schedules import ahead, runner
 
-    original = runner.Scheduler.tick
     out = open(path, "a", buffering=1)  # noqa: SIM115 - open for the process's life
     lock = threading.Lock()
 
-    def tick(self: Any, *args: Any, **kwargs: Any) -> int:
-        began, cpu = time.time(), time.thread_time()
-        handled = -1
-        try:
-            handled = original(self, *args, **kwargs)
-            return handled
-        finally:
-            line = f"{began!r} {time.time() - began!r} {time.thread_time() - cpu!r} {handled}\n"
-            with lock:
-                out.write(line)
+    def timed(original: Any, suffix: str) -> Any:
+        def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+            began, cpu = time.time(), time.thread_time()
+            handled: Any = -1
+            try:
+                handled = original(self, *args, **kwargs)
+                return handled
+            finally:
+                wall, spent = time.time() - began, time.thread_time() - cpu
+                with lock:
+                    out.write(f"{began!r} {wall!r} {spent!r} {int(handled)}{suffix}\n")
 
-    runner.Scheduler.tick = tick  # type: ignore[method-assign]
+        return call
+
+    runner.Scheduler.tick = timed(runner.Scheduler.tick, "")  # type: ignore[method-assign]
+    ahead.Ahead.prepare = timed(ahead.Ahead.prepare, " prepare")  # type: ignore[method-assign]

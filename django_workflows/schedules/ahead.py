@@ -56,6 +56,8 @@ class Ahead:
         self.using = using
         self.workflows = workflows
         self.prepared: dict[str, Prepared] = {}
+        # Schedules read but not prepared (not the common case), by id: the revision read.
+        self.declined: dict[str, int] = {}
 
     def next_at(self) -> datetime | None:
         """The soonest time a prepared occurrence is due."""
@@ -72,13 +74,18 @@ class Ahead:
         self.prepared = {
             id: p for id, p in self.prepared.items() if revisions.get(id) == p.revision
         }
-        missing = [id for id, _ in coming if id not in self.prepared]
+        self.declined = {
+            id: revision for id, revision in self.declined.items() if revisions.get(id) == revision
+        }
+        missing = [id for id, _ in coming if id not in self.prepared and id not in self.declined]
         for schedule in store.schedules(self.using, missing[:PREPARE_BATCH]):
             try:
                 prepared = self._plan(schedule, in_code)
             except Exception:
                 prepared = None  # the tick meets the error again at the time, and logs it
-            if prepared is not None:
+            if prepared is None:
+                self.declined[schedule.pk] = schedule.revision
+            else:
                 self.prepared[schedule.pk] = prepared
         return len(missing) > PREPARE_BATCH
 

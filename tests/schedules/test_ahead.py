@@ -17,7 +17,7 @@ import pytest
 from django.db import connections
 
 import django_workflows as wf
-from django_workflows import clock, schedules
+from django_workflows import Schedule, clock, schedules
 from django_workflows.models import Status, WorkflowInstance, WorkflowSchedule
 from django_workflows.schedules.declared import declared_in_code
 from django_workflows.schedules.ids import occurrence_id
@@ -191,6 +191,34 @@ def test_a_plan_holds_only_until_the_next_occurrence(define, workflow_clock):
         at,
         at + timedelta(minutes=1),
     ]
+
+
+@pytest.mark.django_db
+def test_a_schedule_left_to_the_tick_is_not_planned_again_until_it_changes(define, workflow_clock):
+    @define("ahead", schedules=[Schedule("ahead-input", every="1m", input=lambda at: 1)])
+    def ahead(ctx, input):
+        return input
+
+    wf.drain()  # the declared schedule synced
+    at = next_minute()
+    workflow_clock.advance(at - clock.now() - timedelta(seconds=10))
+    scheduler = prepared_scheduler(["ahead"])
+    revision = WorkflowSchedule.objects.get(pk="ahead-input").revision
+    # An input function runs at the occurrence's time: the tick's, not a plan's.
+    assert not scheduler.ahead.prepared and scheduler.ahead.declined == {"ahead-input": revision}
+    planned = []
+    original = scheduler.ahead._plan
+    scheduler.ahead._plan = lambda *args: planned.append(args) or original(*args)
+    in_code = declared_in_code(["ahead"])
+    assert scheduler.ahead.prepare(clock.now(), in_code) is False
+    assert not planned
+    WorkflowSchedule.objects.filter(pk="ahead-input").update(revision=revision + 1)
+    scheduler.ahead.prepare(clock.now(), in_code)
+    assert len(planned) == 1
+
+    workflow_clock.advance("11s")
+    assert scheduler.tick() == 1
+    assert WorkflowInstance.objects.get(schedule_id="ahead-input").input == 1
 
 
 @pytest.mark.django_db(transaction=True)
