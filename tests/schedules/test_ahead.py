@@ -94,6 +94,24 @@ def test_an_occurrence_prepared_ahead_is_written_at_its_time_as_start_writes_it(
 
 
 @pytest.mark.django_db
+def test_values_written_ahead_keep_every_character(define, workflow_clock):
+    @define("ahead")
+    def ahead(ctx, input):
+        return input
+
+    text = 'l\'été \\ "quoted" 100% %s {braces}, [1,2] NULL \u2603'
+    schedules.upsert("ahead-100_x.y:z", workflow="ahead", every="1m", input={"text": text})
+    at = next_minute()
+    workflow_clock.advance(at - clock.now() - timedelta(seconds=5))
+    scheduler = prepared_scheduler(["ahead"])
+    workflow_clock.advance("6s")
+    assert scheduler.ahead.write_due(clock.now()) == 1
+    instance = WorkflowInstance.objects.get(schedule_id="ahead-100_x.y:z")
+    assert instance.pk == occurrence_id("ahead-100_x.y:z", at)
+    assert wf.get_status(instance.pk).input == {"text": text}
+
+
+@pytest.mark.django_db
 def test_a_plan_made_before_a_pause_an_upsert_or_a_removal_writes_nothing(define, workflow_clock):
     @define("ahead")
     def ahead(ctx, input):

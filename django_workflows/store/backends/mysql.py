@@ -17,8 +17,10 @@ from django.db.models.constants import OnConflict
 
 from ...models import Signal, Status, StoreLock, Wait, WorkflowInstance
 from . import mysql_batches, mysql_collations, mysql_deletes, mysql_procedures
+from . import mysql_prepared as prepared_sql
 from .base import Backend, insert
 from .mysql_batches import Statement
+from .prepared import Take
 from .rows import INSTANCE_COLUMNS, InstanceRows
 from .writes import UNSET, fast_writable, journal_rows, write_changes
 
@@ -415,6 +417,21 @@ class MySQLBackend(Backend):
             raise
         last = int(found[1][0][0])
         return self.rows.instances(connection, found[2]), last
+
+    def prepare_take(self, id: str, revision: int, own: str, state: Any, wake_at: Any) -> Any:
+        return prepared_sql.prepare_take(self.connection, id, revision, own, state, wake_at)
+
+    def prepare_row(self, obj: Model) -> list[Any]:
+        return prepared_sql.prepare_row(self.connection, obj)
+
+    def prepare_value(self, model: type[Model], name: str, value: Any) -> Any:
+        return prepared_sql.literal(self.connection, super().prepare_value(model, name, value))
+
+    def take_schedules(self, now: Any, takes: list[Take], unfinished: tuple[str, ...]) -> list[str]:
+        return prepared_sql.take(self.connection, now, takes, unfinished)
+
+    def insert_prepared(self, model: type[Model], rows: list[list[Any]]) -> int:
+        return prepared_sql.insert(self.connection, model, rows) if rows else 0
 
 
 def _lease_statements(

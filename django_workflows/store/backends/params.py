@@ -86,6 +86,13 @@ def row_values(obj: Model, connection: Any) -> list[Any]:
     ]
 
 
+def insert_head_and_suffix(model: type[Model], connection: Any) -> tuple[str, str]:
+    """insert_rows_unless_exist()'s statement for `model` (its primary key set) up to VALUES,
+    and after its rows."""
+    head, _, suffix, _, _ = _insert(connection, model, False)
+    return head, suffix
+
+
 def row_fields(model: type[Model], connection: Any) -> list[Any]:
     """The fields of a row_values() row of `model` (its primary key set), in its order."""
     return _insert(connection, model, False)[4]

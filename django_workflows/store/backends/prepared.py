@@ -56,11 +56,12 @@ def columns(connection: Any) -> tuple[str, dict[str, str], str, dict[str, str]]:
     )
 
 
-def set_and_free(column: dict[str, str]) -> str:
+def set_and_free(column: dict[str, str], updated_at: str = "%s") -> str:
     """What a take writes besides the state and wake time: the revision moved on, the update
-    time, and an expired lease (the only one a take finds) cleared."""
+    time (`updated_at`: its placeholder or literal), and an expired lease (the only one a take
+    finds) cleared."""
     return (
-        f"{column['updated_at']} = %s, {column['revision']} = {column['revision']} + 1, "
+        f"{column['updated_at']} = {updated_at}, {column['revision']} = {column['revision']} + 1, "
         f"{column['lease_token']} = NULL, {column['lease_owner']} = NULL, "
         f"{column['lease_until']} = NULL"
     )
@@ -75,13 +76,12 @@ def prepared_field(connection: Any, model: type[Model], name: str, value: Any) -
 # -- every database ------------------------------------------------------------------------------
 
 
-def take_by_case(
+def takeable(
     connection: Any, now: datetime, takes: list[Take], unfinished: tuple[str, ...]
-) -> list[str]:
-    """Backend.take_schedules(): the takeable schedules locked and read (FOR UPDATE where there
-    are row locks, the write lock on SQLite), those with an unfinished instance in the way left
-    out, and the rest written in UPDATEs of CASE_CHUNK schedules each. `values`: (state, wake
-    time), prepared for the database."""
+) -> list[Take]:
+    """Those of `takes` a take can write, their schedules locked (FOR UPDATE where there are
+    row locks; SQLite's write lock is taken): at their revisions, not paused, no live lease,
+    and no unfinished instance in the way of `overlap`."""
     schedule = apps.get_model("django_workflows", "WorkflowSchedule")
     instance = apps.get_model("django_workflows", "WorkflowInstance")
     wanted = {take.id: take for take in takes}
@@ -94,15 +94,24 @@ def take_by_case(
         for id, revision in rows.values_list("id", "revision")
         if revision == wanted[id].revision
     ]
-    unfinished = instance.objects.using(connection.alias).filter(
+    in_the_way = instance.objects.using(connection.alias).filter(
         schedule_id__in=[take.id for take in found if take.overlap], status__in=unfinished
     )
     blocked = {
         schedule
-        for schedule, id in unfinished.values_list("schedule_id", "id")
+        for schedule, id in in_the_way.values_list("schedule_id", "id")
         if id != wanted[schedule].own
     }
-    taken = [take for take in found if take.id not in blocked]
+    return [take for take in found if take.id not in blocked]
+
+
+def take_by_case(
+    connection: Any, now: datetime, takes: list[Take], unfinished: tuple[str, ...]
+) -> list[str]:
+    """Backend.take_schedules(): takeable() ones written in UPDATEs of CASE_CHUNK schedules
+    each. `values`: (state, wake time), prepared for the database."""
+    taken = takeable(connection, now, takes, unfinished)
+    schedule = apps.get_model("django_workflows", "WorkflowSchedule")
     table, column, _, _ = columns(connection)
     updated_at = prepared_field(connection, schedule, "updated_at", now)
     with connection.cursor() as cursor:
@@ -115,10 +124,27 @@ def take_by_case(
                 states += [take.id, state]
                 wakes += [take.id, wake_at]
             when = "WHEN %s THEN %s " * len(chunk)
+            ids = ", ".join(["%s"] * len(chunk))
             cursor.execute(
-                f"UPDATE {table} SET {column['state']} = CASE {column['id']} {when}END, "
-                f"{column['wake_at']} = CASE {column['id']} {when}END, {set_and_free(column)} "
-                f"WHERE {column['id']} IN ({', '.join(['%s'] * len(chunk))})",
+                update_by_case(column, table, when, when, ids),
                 [*states, *wakes, updated_at, *(take.id for take in chunk)],
             )
     return [take.id for take in taken]
+
+
+def update_by_case(
+    column: dict[str, str],
+    table: str,
+    states: str,
+    wakes: str,
+    ids: str,
+    updated_at: str = "%s",
+) -> str:
+    """The UPDATE of schedules `ids`: the WHENs of a CASE on the id give each its state
+    (`states`) and wake time (`wakes`); `updated_at` is the update time's placeholder or
+    literal."""
+    return (
+        f"UPDATE {table} SET {column['state']} = CASE {column['id']} {states}END, "
+        f"{column['wake_at']} = CASE {column['id']} {wakes}END, "
+        f"{set_and_free(column, updated_at)} WHERE {column['id']} IN ({ids})"
+    )
