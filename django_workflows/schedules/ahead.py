@@ -33,6 +33,8 @@ from .batch import MISSED_GRACE, plan
 logger = logging.getLogger("django_workflows")
 
 HORIZON = timedelta(seconds=15)  # how far ahead of their time occurrences are prepared
+# The schedules thread prepares at least this often, whatever the poll interval.
+PREPARE_EVERY = HORIZON / 3
 PREPARE_BATCH = 1_000  # schedules read and planned at a time, between ticks
 WRITE_BATCH = 10_000  # prepared occurrences written in one transaction
 

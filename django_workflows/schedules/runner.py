@@ -26,7 +26,7 @@ from ..models import WorkflowSchedule
 from ..renewer import refresh_connections
 from ..store import schedules as store
 from . import batch
-from .ahead import Ahead
+from .ahead import PREPARE_EVERY, Ahead
 from .declared import CONFIRM_EVERY, declared_in_code, sync_declared
 from .ids import occurrence_id
 from .start import start_occurrence
@@ -73,8 +73,9 @@ class Scheduler:
 
     def serve(self, poll_wait: Callable[[], float]) -> None:
         """A worker's schedules thread, until `stopping`: a tick once a poll interval
-        (`poll_wait()` seconds) and at the time of the soonest occurrence prepared, and between
-        ticks the occurrences coming due prepared (ahead.py)."""
+        (`poll_wait()` seconds, or PREPARE_EVERY if shorter) and at the time of the soonest
+        occurrence prepared, and after each tick the occurrences coming due prepared
+        (ahead.py)."""
         try:
             while not self.stopping.is_set():
                 self.tick_logged()
@@ -83,7 +84,7 @@ class Scheduler:
                 except Exception:
                     logger.exception("Preparing schedule occurrences failed; the tick starts them.")
                     more = False
-                wait = poll_wait()
+                wait = min(poll_wait(), PREPARE_EVERY.total_seconds())
                 soonest = self.ahead.next_at()
                 if soonest is not None:
                     wait = min(wait, max(0.0, (soonest - clock.now()).total_seconds()))

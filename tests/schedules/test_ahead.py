@@ -284,12 +284,13 @@ def test_the_schedules_thread_wakes_at_the_prepared_time_not_at_its_next_poll(de
     def ahead(ctx, input):
         return "done"
 
-    schedules.upsert("ahead-seconds", workflow="ahead-seconds", every="4s")
     with worker_thread(
         id="ahead-thread", workflows=["ahead-seconds"], poll_interval="30s"
     ) as worker:
-        # The worker ticks as it starts, then not for 30 s: only the plan it made then
-        # starts the next occurrence at its time.
+        assert wait_until(lambda: worker.scheduler._synced_at is not None, 5)  # its first tick
+        # Saved once the worker runs, which polls every 30 s: only a plan, made within
+        # PREPARE_EVERY, starts an occurrence at its time.
+        schedules.upsert("ahead-seconds", workflow="ahead-seconds", every="4s")
         assert wait_until(lambda: worker.scheduler.ahead.next_at() is not None, 10)
         at = worker.scheduler.ahead.next_at()
         assert wait_until(
