@@ -24,8 +24,8 @@ from django.db.models.constants import OnConflict
 from django.db.models.fields import AutoFieldMixin
 from django.db.models.sql import InsertQuery
 
-from . import prepared
 from .params import insert_rows_unless_exist, insert_unless_exists, row_values
+from .prepared import Take, prepared_field, take_by_case
 
 if TYPE_CHECKING:
     from django.db.backends.base.base import BaseDatabaseWrapper
@@ -229,21 +229,19 @@ class Backend:
     def prepare_take(self, id: str, revision: int, own: str, state: Any, wake_at: Any) -> Any:
         schedule = apps.get_model("django_workflows", "WorkflowSchedule")
         return (
-            prepared.prepared_field(self.connection, schedule, "state", state),
-            prepared.prepared_field(self.connection, schedule, "wake_at", wake_at),
+            prepared_field(self.connection, schedule, "state", state),
+            prepared_field(self.connection, schedule, "wake_at", wake_at),
         )
 
     def prepare_row(self, obj: Model) -> list[Any]:
         return row_values(obj, self.connection)
 
     def prepare_value(self, model: type[Model], name: str, value: Any) -> Any:
-        return prepared.prepared_field(self.connection, model, name, value)
+        return prepared_field(self.connection, model, name, value)
 
-    def take_schedules(
-        self, now: Any, takes: list[prepared.Take], unfinished: tuple[str, ...]
-    ) -> list[str]:
+    def take_schedules(self, now: Any, takes: list[Take], unfinished: tuple[str, ...]) -> list[str]:
         """The ids of the schedules taken (prepared.Take says when a take writes)."""
-        return prepared.take_by_case(self.connection, now, takes, unfinished)
+        return take_by_case(self.connection, now, takes, unfinished)
 
     def insert_prepared(self, model: type[Model], rows: list[list[Any]]) -> int:
         """INSERT rows prepared by prepare_row() (and prepare_value()), each unless its key

@@ -24,11 +24,15 @@ def array_element(connection: Any, value: Any) -> str:
     quoted: what psycopg would write for it at the statement, written ahead."""
     if value is None:
         return "NULL"
-    transformer = getattr(connection, "_workflows_transformer", None)
-    if transformer is None:
-        transformer = Transformer.from_context(connection.connection)
-        connection._workflows_transformer = transformer
-    text = bytes(transformer.get_dumper(value, PyFormat.TEXT).dump(value)).decode()
+    # psycopg's adapters of this connection (Django's included), kept while it is the same one.
+    raw = connection.connection
+    kept = getattr(connection, "_workflows_transformer", None)
+    if kept is None or kept[0] is not raw:
+        kept = connection._workflows_transformer = (raw, Transformer.from_context(raw))
+    dumped = kept[1].get_dumper(value, PyFormat.TEXT).dump(value)
+    if dumped is None:
+        return "NULL"
+    text = bytes(dumped).decode()
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 

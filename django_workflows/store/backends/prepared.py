@@ -46,8 +46,17 @@ def columns(connection: Any) -> tuple[str, dict[str, str], str, dict[str, str]]:
             found[name] = str(quote(field.column))
         return found
 
-    schedule = ("id", "state", "wake_at", "updated_at", "revision", "paused")
-    schedule += ("lease_token", "lease_owner", "lease_until")
+    schedule = (
+        "id",
+        "state",
+        "wake_at",
+        "updated_at",
+        "revision",
+        "paused",
+        "lease_token",
+        "lease_owner",
+        "lease_until",
+    )
     return (
         str(quote(schedules.db_table)),
         quoted(schedules, schedule),
@@ -100,7 +109,7 @@ def takeable(
     blocked = {
         schedule
         for schedule, id in in_the_way.values_list("schedule_id", "id")
-        if id != wanted[schedule].own
+        if id != wanted[str(schedule)].own
     }
     return [take for take in found if take.id not in blocked]
 
