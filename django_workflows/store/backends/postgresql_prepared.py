@@ -58,21 +58,31 @@ def prepare_take(
 def take(
     connection: Any, now: datetime, takes: list[Take], unfinished: tuple[str, ...]
 ) -> list[str]:
-    """Backend.take_schedules() in one UPDATE ... RETURNING joined to the takes' arrays, the
-    unfinished instances in the way looked up by the instances' schedule index."""
+    """Backend.take_schedules() in one statement: the takeable schedules locked in the order
+    of their ids (two workers taking the same schedules wait for each other, never in a
+    circle; one a live lease holds is not locked at all), then one UPDATE ... RETURNING joined
+    to the takes' arrays, the unfinished instances in the way looked up by the instances'
+    schedule index."""
     if not takes:
         return []
     table, column, instances, instance = columns(connection)
     statuses = ", ".join(["%s"] * len(unfinished))
+    free = (
+        f"NOT {column['paused']} "
+        f"AND ({column['lease_until']} IS NULL OR {column['lease_until']} < %s)"
+    )
     sql = (
+        f"WITH taken AS (SELECT * FROM UNNEST(%s::varchar[], %s::integer[], %s::boolean[], "
+        f"%s::varchar[], %s::text[], %s::timestamptz[]) AS taken(taken_id, taken_revision, "
+        f"overlap, own, new_state, new_wake_at)), "
+        f"locked AS MATERIALIZED (SELECT {column['id']} AS locked_id FROM {table} "
+        f"WHERE {column['id']} IN (SELECT taken_id FROM taken) AND {free} "
+        f"ORDER BY {column['id']} FOR UPDATE) "
         f"UPDATE {table} SET {column['state']} = taken.new_state::jsonb, "
         f"{column['wake_at']} = taken.new_wake_at, {set_and_free(column)} "
-        f"FROM UNNEST(%s::varchar[], %s::integer[], %s::boolean[], %s::varchar[], %s::text[], "
-        f"%s::timestamptz[]) AS taken(taken_id, taken_revision, overlap, own, new_state, "
-        f"new_wake_at) "
+        f"FROM taken JOIN locked ON locked.locked_id = taken.taken_id "
         f"WHERE {column['id']} = taken.taken_id AND {column['revision']} = taken.taken_revision "
-        f"AND NOT {column['paused']} "
-        f"AND ({column['lease_until']} IS NULL OR {column['lease_until']} < %s) "
+        f"AND {free} "
         f"AND NOT (taken.overlap AND EXISTS (SELECT 1 FROM {instances} "
         f"WHERE {instance['schedule_id']} = taken.taken_id AND {instance['id']} <> taken.own "
         f"AND {instance['status']} IN ({statuses}))) "
@@ -83,13 +93,14 @@ def take(
     )
     overlaps = ["t" if take.overlap else "f" for take in takes]
     params = [
-        now,
         array(ids),
         array(revisions),
         array(overlaps),
         array(owns),
         array(states),
         array(wakes),
+        now,
+        now,
         now,
         *unfinished,
     ]
