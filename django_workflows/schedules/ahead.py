@@ -44,7 +44,7 @@ class Prepared:
     """One schedule's occurrence, planned and its instance's row prepared."""
 
     schedule_id: str
-    revision: int
+    stored: tuple[int, datetime]  # the row as read: its revision and creation time
     at: datetime  # the occurrence
     until: datetime  # the plan holds before then
     take: Take  # the schedule's write
@@ -59,7 +59,7 @@ class Ahead:
         self.workflows = workflows
         self.prepared: dict[str, Prepared] = {}
         # Schedules read but not prepared (not the common case), by id: the revision read.
-        self.declined: dict[str, int] = {}
+        self.declined: dict[str, tuple[int, datetime]] = {}
 
     def next_at(self) -> datetime | None:
         """The soonest time a prepared occurrence is due."""
@@ -72,21 +72,21 @@ class Ahead:
         if not self.workflows:
             return False
         coming = store.coming_due(self.using, self.workflows, now, now + HORIZON)
-        revisions = dict(coming)
+        # A schedule removed and saved again starts at revision 1 again: its creation time
+        # tells the rows apart. Plans due by now are kept for the tick to write.
+        stored = {id: (revision, created_at) for id, revision, created_at in coming}
         self.prepared = {
-            id: p for id, p in self.prepared.items() if revisions.get(id) == p.revision
+            id: p for id, p in self.prepared.items() if stored.get(id) == p.stored or p.at <= now
         }
-        self.declined = {
-            id: revision for id, revision in self.declined.items() if revisions.get(id) == revision
-        }
-        missing = [id for id, _ in coming if id not in self.prepared and id not in self.declined]
+        self.declined = {id: s for id, s in self.declined.items() if stored.get(id) == s}
+        missing = [id for id in stored if id not in self.prepared and id not in self.declined]
         for schedule in store.schedules(self.using, missing[:PREPARE_BATCH]):
             try:
                 prepared = self._plan(schedule, in_code)
             except Exception:
                 prepared = None  # the tick meets the error again at the time, and logs it
             if prepared is None:
-                self.declined[schedule.pk] = schedule.revision
+                self.declined[schedule.pk] = (schedule.revision, schedule.created_at)
             else:
                 self.prepared[schedule.pk] = prepared
         return len(missing) > PREPARE_BATCH
@@ -110,14 +110,14 @@ class Ahead:
         )
         take = store.prepare_take(
             self.using,
-            schedule.pk,
-            schedule.revision,
+            schedule,
             schedule.spec.get("overlap", "skip") != "allow",
             new.instance.pk,
             planned.state,
             planned.wake_at,
         )
-        return Prepared(schedule.pk, schedule.revision, at, until, take, instance)
+        stored = (schedule.revision, schedule.created_at)
+        return Prepared(schedule.pk, stored, at, until, take, instance)
 
     def write_due(self, now: datetime) -> int:
         """Write the prepared occurrences due by `now` whose plans still hold, WRITE_BATCH in

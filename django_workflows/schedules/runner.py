@@ -63,13 +63,15 @@ class Scheduler:
         self._synced_at: datetime | None = None
 
     def tick(self, now: datetime | None = None, *, force_sync: bool = False) -> int:
-        """Sync the declared schedules once a minute, then start what is due. Returns how many
-        schedules it handled."""
+        """Write the occurrences prepared ahead that are due, sync the declared schedules once a
+        minute, then start what is due. Returns how many schedules it handled."""
         now = now or clock.now()
+        # First: a confirmation of the declared schedules moves their revisions on.
+        written = self.ahead.write_due(now)
         if force_sync or self._synced_at is None or now - self._synced_at >= CONFIRM_EVERY:
             self._synced_at = now
             sync_declared(self.using, now)
-        return self.ahead.write_due(now) + self.run_due(now)
+        return written + self.run_due(now)
 
     def serve(self, poll_wait: Callable[[], float]) -> None:
         """A worker's schedules thread, until `stopping`: a tick once a poll interval

@@ -46,13 +46,13 @@ class PreparedInstance:
 
 def coming_due(
     using: str, workflows: list[str], after: datetime, until: datetime
-) -> list[tuple[str, int]]:
-    """(id, revision) of the schedules of `workflows`, not paused, due after `after` and by
-    `until`, soonest first: a read, no lease taken."""
+) -> list[tuple[str, int, datetime]]:
+    """(id, revision, creation time) of the schedules of `workflows`, not paused, due after
+    `after` and by `until`, soonest first: a read, no lease taken."""
     rows = WorkflowSchedule.objects.using(using).filter(
         paused=False, wake_at__gt=after, wake_at__lte=until, workflow__in=workflows
     )
-    return list(rows.order_by("wake_at", "id").values_list("id", "revision"))
+    return list(rows.order_by("wake_at", "id").values_list("id", "revision", "created_at"))
 
 
 def schedules(using: str, ids: list[str]) -> list[WorkflowSchedule]:
@@ -74,11 +74,17 @@ def prepare_instance(
 
 
 def prepare_take(
-    using: str, id: str, revision: int, overlap: bool, own: str, state: Any, wake_at: Any
+    using: str,
+    schedule: WorkflowSchedule,
+    overlap: bool,
+    own: str,
+    state: Any,
+    wake_at: Any,
 ) -> Take:
-    """A schedule's take (prepared.Take) made ready for create_prepared()."""
-    values = backend(using).prepare_take(id, revision, own, state, wake_at)
-    return Take(id, revision, overlap, own, values)
+    """The take (prepared.Take) of `schedule` as read, made ready for create_prepared()."""
+    id, revision, created_at = schedule.pk, schedule.revision, schedule.created_at
+    values = backend(using).prepare_take(id, revision, own, state, wake_at, created_at)
+    return Take(id, revision, created_at, overlap, own, values)
 
 
 def create_prepared(

@@ -14,11 +14,13 @@ import threading
 from datetime import timedelta
 
 import pytest
-from django.db import connections
+from django.db import connection, connections
+from django.test.utils import CaptureQueriesContext
 
 import django_workflows as wf
-from django_workflows import Schedule, clock, schedules
+from django_workflows import Concurrency, Schedule, clock, schedules
 from django_workflows.models import Status, WorkflowInstance, WorkflowSchedule
+from django_workflows.schedules import runner
 from django_workflows.schedules.declared import declared_in_code
 from django_workflows.schedules.ids import occurrence_id
 from django_workflows.schedules.runner import Scheduler
@@ -68,6 +70,7 @@ def test_an_occurrence_prepared_ahead_is_written_at_its_time_as_start_writes_it(
     assert len(scheduler.ahead.prepared) == COUNT and scheduler.ahead.next_at() == at
     assert not WorkflowInstance.objects.exists()  # nothing written ahead
     assert dict(WorkflowSchedule.objects.values_list("id", "revision")) == revisions
+    wf.signal("anything", "later", key="k")  # the instances' cursor is read when they are written
 
     workflow_clock.advance("10.5s")
     now = clock.now()
@@ -99,16 +102,52 @@ def test_values_written_ahead_keep_every_character(define, workflow_clock):
     def ahead(ctx, input):
         return input
 
+    # Whole column values: "NULL" (a concurrency key), "" (an input).
+    @define("keyed", concurrency=[Concurrency(limit=1, key=lambda input: input or "-")])
+    def keyed(ctx, input):
+        return input
+
     text = 'l\'été \\ "quoted" 100% %s {braces}, [1,2] NULL \u2603'
     schedules.upsert("ahead-100_x.y:z", workflow="ahead", every="1m", input={"text": text})
+    schedules.upsert("ahead-null", workflow="keyed", every="1m", input="NULL")
+    schedules.upsert("ahead-empty", workflow="keyed", every="1m", input="")
     at = next_minute()
     workflow_clock.advance(at - clock.now() - timedelta(seconds=5))
-    scheduler = prepared_scheduler(["ahead"])
+    scheduler = prepared_scheduler(["ahead", "keyed"])
     workflow_clock.advance("6s")
-    assert scheduler.ahead.write_due(clock.now()) == 1
+    assert scheduler.ahead.write_due(clock.now()) == 3
+    keys = dict(WorkflowInstance.objects.values_list("schedule_id", "concurrency_key"))
+    assert keys["ahead-null"] == "NULL" and keys["ahead-empty"] == "-"
+    assert wf.get_status(occurrence_id("ahead-null", at)).input == "NULL"
+    assert wf.get_status(occurrence_id("ahead-empty", at)).input == ""
     instance = WorkflowInstance.objects.get(schedule_id="ahead-100_x.y:z")
     assert instance.pk == occurrence_id("ahead-100_x.y:z", at)
     assert wf.get_status(instance.pk).input == {"text": text}
+
+
+@pytest.mark.django_db
+def test_a_prepared_insert_stays_within_the_servers_packet(define, workflow_clock, monkeypatch):
+    if connection.vendor != "mysql":
+        pytest.skip("only MySQL's and MariaDB's statements are limited by a packet size")
+    from django_workflows.store.backends.mysql import MySQLBackend
+
+    @define("ahead")
+    def ahead(ctx, input):
+        return input
+
+    big = "x" * 2_000
+    for index in range(COUNT * 5):
+        schedules.upsert(f"ahead-{index:02d}", workflow="ahead", every="1m", input=big)
+    at = next_minute()
+    workflow_clock.advance(at - clock.now() - timedelta(seconds=5))
+    scheduler = prepared_scheduler(["ahead"])
+    monkeypatch.setattr(MySQLBackend, "max_allowed_packet", lambda self: 32_000)
+    workflow_clock.advance("6s")
+    with CaptureQueriesContext(connection) as queries:
+        assert scheduler.ahead.write_due(clock.now()) == COUNT * 5
+    inserts = [q["sql"] for q in queries.captured_queries if q["sql"].startswith("INSERT")]
+    assert len(inserts) >= 8 and all(len(sql.encode()) <= 32_000 for sql in inserts)
+    assert set(WorkflowInstance.objects.values_list("input", flat=True)) == {big}
 
 
 @pytest.mark.django_db
@@ -117,21 +156,29 @@ def test_a_plan_made_before_a_pause_an_upsert_or_a_removal_writes_nothing(define
     def ahead(ctx, input):
         return input
 
-    for name in ("paused", "changed", "removed", "kept"):
+    for name in ("paused", "changed", "removed", "recreated", "kept"):
         schedules.upsert(f"ahead-{name}", workflow="ahead", every="1m", input="before")
     at = next_minute()
     workflow_clock.advance(at - clock.now() - timedelta(seconds=5))
     scheduler = prepared_scheduler(["ahead"])
-    assert len(scheduler.ahead.prepared) == 4
+    assert len(scheduler.ahead.prepared) == 5
     schedules.pause("ahead-paused")
     schedules.upsert("ahead-changed", workflow="ahead", every="1m", input="after")
     schedules.remove("ahead-removed")
+    schedules.remove("ahead-recreated")
+    # Saved again: a new row at revision 1, as the one the plan was made from, due at `at`.
+    schedules.upsert("ahead-recreated", workflow="ahead", every="1m", input="after")
+    assert WorkflowSchedule.objects.get(pk="ahead-recreated").revision == 1
 
     workflow_clock.advance("6s")
     assert scheduler.ahead.write_due(clock.now()) == 1  # "kept" alone
-    assert scheduler.tick() == 1  # the tick starts "changed" as its schedule is now
+    assert scheduler.tick() == 2  # the tick starts the others as their schedules are now
     started = dict(WorkflowInstance.objects.values_list("schedule_id", "input"))
-    assert started == {"ahead-kept": "before", "ahead-changed": "after"}
+    assert started == {
+        "ahead-kept": "before",
+        "ahead-changed": "after",
+        "ahead-recreated": "after",
+    }
 
 
 @pytest.mark.django_db
@@ -221,9 +268,11 @@ def test_a_schedule_left_to_the_tick_is_not_planned_again_until_it_changes(defin
     at = next_minute()
     workflow_clock.advance(at - clock.now() - timedelta(seconds=10))
     scheduler = prepared_scheduler(["ahead"])
-    revision = WorkflowSchedule.objects.get(pk="ahead-input").revision
+    stored = WorkflowSchedule.objects.get(pk="ahead-input")
+    revision = stored.revision
     # An input function runs at the occurrence's time: the tick's, not a plan's.
-    assert not scheduler.ahead.prepared and scheduler.ahead.declined == {"ahead-input": revision}
+    assert not scheduler.ahead.prepared
+    assert scheduler.ahead.declined == {"ahead-input": (revision, stored.created_at)}
     planned = []
     original = scheduler.ahead._plan
     scheduler.ahead._plan = lambda *args: planned.append(args) or original(*args)
@@ -279,18 +328,18 @@ def test_two_workers_with_the_same_plans_start_each_occurrence_once(define, work
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_schedules_thread_wakes_at_the_prepared_time_not_at_its_next_poll(define):
+def test_the_schedules_thread_wakes_at_the_prepared_time_not_at_its_next_poll(define, monkeypatch):
     @define("ahead-seconds")
     def ahead(ctx, input):
         return "done"
 
+    # Neither the poll nor the preparations' own cadence wakes the thread within 30 s: only
+    # the time of its soonest plan does.
+    monkeypatch.setattr(runner, "PREPARE_EVERY", timedelta(minutes=1))
+    schedules.upsert("ahead-seconds", workflow="ahead-seconds", every="4s")
     with worker_thread(
         id="ahead-thread", workflows=["ahead-seconds"], poll_interval="30s"
     ) as worker:
-        assert wait_until(lambda: worker.scheduler._synced_at is not None, 5)  # its first tick
-        # Saved once the worker runs, which polls every 30 s: only a plan, made within
-        # PREPARE_EVERY, starts an occurrence at its time.
-        schedules.upsert("ahead-seconds", workflow="ahead-seconds", every="4s")
         assert wait_until(lambda: worker.scheduler.ahead.next_at() is not None, 10)
         at = worker.scheduler.ahead.next_at()
         assert wait_until(

@@ -226,7 +226,9 @@ class Backend:
             return cursor.rowcount
 
     # Occurrences prepared ahead (prepared.py): their values made ready before the write.
-    def prepare_take(self, id: str, revision: int, own: str, state: Any, wake_at: Any) -> Any:
+    def prepare_take(
+        self, id: str, revision: int, own: str, state: Any, wake_at: Any, created_at: Any
+    ) -> Any:
         schedule = apps.get_model("django_workflows", "WorkflowSchedule")
         return (
             prepared_field(self.connection, schedule, "state", state),

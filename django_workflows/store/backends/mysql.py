@@ -418,8 +418,12 @@ class MySQLBackend(Backend):
         last = int(found[1][0][0])
         return self.rows.instances(connection, found[2]), last
 
-    def prepare_take(self, id: str, revision: int, own: str, state: Any, wake_at: Any) -> Any:
-        return prepared_sql.prepare_take(self.connection, id, revision, own, state, wake_at)
+    def prepare_take(
+        self, id: str, revision: int, own: str, state: Any, wake_at: Any, created_at: Any
+    ) -> Any:
+        return prepared_sql.prepare_take(
+            self.connection, id, revision, own, state, wake_at, created_at
+        )
 
     def prepare_row(self, obj: Model) -> list[Any]:
         return prepared_sql.prepare_row(self.connection, obj)
@@ -431,7 +435,11 @@ class MySQLBackend(Backend):
         return prepared_sql.take(self.connection, now, takes, unfinished)
 
     def insert_prepared(self, model: type[Model], rows: list[list[Any]]) -> int:
-        return prepared_sql.insert(self.connection, model, rows) if rows else 0
+        return (
+            prepared_sql.insert(self.connection, model, rows, self.max_allowed_packet())
+            if rows
+            else 0
+        )
 
 
 def _lease_statements(

@@ -15,7 +15,7 @@ from ...models import WorkflowSchedule
 from .params import insert_head_and_suffix, row_values
 from .prepared import CASE_CHUNK, Take, columns, prepared_field, takeable, update_by_case
 
-INSERT_CHUNK = 2_000  # rows an INSERT sends: well within the server's max_allowed_packet
+INSERT_CHUNK = 2_000  # rows an INSERT sends at most
 
 
 def literal(connection: Any, value: Any) -> str:
@@ -26,7 +26,7 @@ def literal(connection: Any, value: Any) -> str:
 
 
 def prepare_take(
-    connection: Any, id: str, revision: int, own: str, state: Any, wake_at: Any
+    connection: Any, id: str, revision: int, own: str, state: Any, wake_at: Any, created_at: Any
 ) -> tuple[str, str, str]:
     """A take's values quoted: id, state, wake time."""
     return (
@@ -61,14 +61,32 @@ def prepare_row(connection: Any, obj: Model) -> list[str]:
     return [literal(connection, value) for value in row_values(obj, connection)]
 
 
-def insert(connection: Any, model: type[Model], rows: list[list[str]]) -> int:
-    """Backend.insert_prepared(): INSERT IGNOREs of INSERT_CHUNK rows each, written as they
+def insert(connection: Any, model: type[Model], rows: list[list[str]], packet: int | None) -> int:
+    """Backend.insert_prepared(): INSERT IGNOREs of at most INSERT_CHUNK rows each, and of at
+    most half the server's max_allowed_packet (`packet`, when known) in bytes, written as they
     were quoted."""
     head, suffix = insert_head_and_suffix(model, connection)
+    room = None if packet is None else packet // 2
     inserted = 0
     with connection.cursor() as cursor:
-        for first in range(0, len(rows), INSERT_CHUNK):
-            values = ", ".join(f"({', '.join(row)})" for row in rows[first : first + INSERT_CHUNK])
-            cursor.execute(f"{head}{values}{suffix}")
+        for chunk in _chunks([f"({', '.join(row)})" for row in rows], room):
+            cursor.execute(f"{head}{', '.join(chunk)}{suffix}")
             inserted += max(cursor.rowcount, 0)
     return inserted
+
+
+def _chunks(rows: list[str], room: int | None) -> list[list[str]]:
+    """The rows in order, in chunks of at most INSERT_CHUNK rows and `room` bytes (a row
+    larger than that alone in its chunk)."""
+    chunks: list[list[str]] = [[]]
+    size = 0
+    for row in rows:
+        length = len(row.encode()) + 2
+        if chunks[-1] and (
+            len(chunks[-1]) == INSERT_CHUNK or (room is not None and size + length > room)
+        ):
+            chunks.append([])
+            size = 0
+        chunks[-1].append(row)
+        size += length
+    return [chunk for chunk in chunks if chunk]

@@ -142,8 +142,12 @@ class PostgreSQLBackend(Backend):
             return insert_rows(objs, self.alias, OnConflict.IGNORE, [])
         return super().insert_ignore_many(objs)
 
-    def prepare_take(self, id: str, revision: int, own: str, state: Any, wake_at: Any) -> Any:
-        return prepared_sql.prepare_take(self.connection, id, revision, own, state, wake_at)
+    def prepare_take(
+        self, id: str, revision: int, own: str, state: Any, wake_at: Any, created_at: Any
+    ) -> Any:
+        return prepared_sql.prepare_take(
+            self.connection, id, revision, own, state, wake_at, created_at
+        )
 
     def prepare_row(self, obj: Model) -> list[Any]:
         return prepared_sql.prepare_row(self.connection, obj)

@@ -42,9 +42,10 @@ def array(elements: list[str]) -> str:
 
 
 def prepare_take(
-    connection: Any, id: str, revision: int, own: str, state: Any, wake_at: Any
+    connection: Any, id: str, revision: int, own: str, state: Any, wake_at: Any, created_at: Any
 ) -> tuple[str, ...]:
-    """A take's values as array elements: id, revision, own instance, state, wake time."""
+    """A take's values as array elements: id, revision, own instance, state, wake time, the
+    schedule's creation time."""
     wake = prepared_field(connection, WorkflowSchedule, "wake_at", wake_at)
     return (
         array_element(connection, id),
@@ -52,6 +53,9 @@ def prepare_take(
         array_element(connection, own),
         array_element(connection, None if state is None else json.dumps(state)),
         array_element(connection, wake),
+        array_element(
+            connection, prepared_field(connection, WorkflowSchedule, "created_at", created_at)
+        ),
     )
 
 
@@ -73,8 +77,8 @@ def take(
     )
     sql = (
         f"WITH taken AS (SELECT * FROM UNNEST(%s::varchar[], %s::integer[], %s::boolean[], "
-        f"%s::varchar[], %s::text[], %s::timestamptz[]) AS taken(taken_id, taken_revision, "
-        f"overlap, own, new_state, new_wake_at)), "
+        f"%s::varchar[], %s::text[], %s::timestamptz[], %s::timestamptz[]) AS taken(taken_id, "
+        f"taken_revision, overlap, own, new_state, new_wake_at, taken_created_at)), "
         f"locked AS MATERIALIZED (SELECT {column['id']} AS locked_id FROM {table} "
         f"WHERE {column['id']} IN (SELECT taken_id FROM taken) AND {free} "
         f"ORDER BY {column['id']} FOR UPDATE) "
@@ -82,13 +86,14 @@ def take(
         f"{column['wake_at']} = taken.new_wake_at, {set_and_free(column)} "
         f"FROM taken JOIN locked ON locked.locked_id = taken.taken_id "
         f"WHERE {column['id']} = taken.taken_id AND {column['revision']} = taken.taken_revision "
+        f"AND {column['created_at']} = taken.taken_created_at "
         f"AND {free} "
         f"AND NOT (taken.overlap AND EXISTS (SELECT 1 FROM {instances} "
         f"WHERE {instance['schedule_id']} = taken.taken_id AND {instance['id']} <> taken.own "
         f"AND {instance['status']} IN ({statuses}))) "
         f"RETURNING {column['id']}"
     )
-    ids, revisions, owns, states, wakes = (
+    ids, revisions, owns, states, wakes, created = (
         list(values) for values in zip(*(t.values for t in takes), strict=True)
     )
     overlaps = ["t" if take.overlap else "f" for take in takes]
@@ -99,6 +104,7 @@ def take(
         array(owns),
         array(states),
         array(wakes),
+        array(created),
         now,
         now,
         now,

@@ -21,12 +21,14 @@ CASE_CHUNK = 500  # schedules a CASE statement takes: its WHENs are compared row
 @dataclass(frozen=True)
 class Take:
     """A schedule to take: written (state, wake time, revision + 1, an expired lease cleared)
-    while it is still at `revision`, not paused, held by no live lease, and, with `overlap`,
+    while it is still the row created at `created_at` (a schedule removed and saved again
+    starts at revision 1 again) at `revision`, not paused, held by no live lease, and, with `overlap`,
     has no unfinished instance but `own`. `values`: the backend's own form of them
     (Backend.prepare_take())."""
 
     id: str
     revision: int
+    created_at: datetime
     overlap: bool
     own: str
     values: Any
@@ -53,6 +55,7 @@ def columns(connection: Any) -> tuple[str, dict[str, str], str, dict[str, str]]:
         "updated_at",
         "revision",
         "paused",
+        "created_at",
         "lease_token",
         "lease_owner",
         "lease_until",
@@ -89,7 +92,8 @@ def takeable(
     connection: Any, now: datetime, takes: list[Take], unfinished: tuple[str, ...]
 ) -> list[Take]:
     """Those of `takes` a take can write, their schedules locked (FOR UPDATE where there are
-    row locks; SQLite's write lock is taken): at their revisions, not paused, no live lease,
+    row locks; SQLite's write lock is taken): the rows and revisions their plans were made
+    from, not paused, no live lease,
     and no unfinished instance in the way of `overlap`."""
     schedule = apps.get_model("django_workflows", "WorkflowSchedule")
     instance = apps.get_model("django_workflows", "WorkflowInstance")
@@ -100,8 +104,8 @@ def takeable(
         rows = rows.select_for_update()
     found = [
         wanted[id]
-        for id, revision in rows.values_list("id", "revision")
-        if revision == wanted[id].revision
+        for id, revision, created_at in rows.values_list("id", "revision", "created_at")
+        if (revision, created_at) == (wanted[id].revision, wanted[id].created_at)
     ]
     in_the_way = instance.objects.using(connection.alias).filter(
         schedule_id__in=[take.id for take in found if take.overlap], status__in=unfinished
