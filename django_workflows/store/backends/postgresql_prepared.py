@@ -62,11 +62,11 @@ def prepare_take(
 def take(
     connection: Any, now: datetime, takes: list[Take], unfinished: tuple[str, ...]
 ) -> list[str]:
-    """Backend.take_schedules() in one statement: the takeable schedules locked in the order
-    of their ids (two workers taking the same schedules wait for each other, never in a
-    circle; one a live lease holds is not locked at all), then one UPDATE ... RETURNING joined
-    to the takes' arrays, the unfinished instances in the way looked up by the instances'
-    schedule index."""
+    """Backend.take_schedules() in two statements: the free schedules (not paused, no live
+    lease) locked in the order of their ids, so that two workers taking the same schedules wait
+    for each other in one order, never in a circle, and a regular tick's write of the schedules
+    it leased never waits for a take; then one UPDATE ... RETURNING joined to the takes'
+    arrays, the unfinished instances in the way looked up by the instances' schedule index."""
     if not takes:
         return []
     table, column, instances, instance = columns(connection)
@@ -75,19 +75,18 @@ def take(
         f"NOT {column['paused']} "
         f"AND ({column['lease_until']} IS NULL OR {column['lease_until']} < %s)"
     )
-    sql = (
-        f"WITH taken AS (SELECT * FROM UNNEST(%s::varchar[], %s::integer[], %s::boolean[], "
-        f"%s::varchar[], %s::text[], %s::timestamptz[], %s::timestamptz[]) AS taken(taken_id, "
-        f"taken_revision, overlap, own, new_state, new_wake_at, taken_created_at)), "
-        f"locked AS MATERIALIZED (SELECT {column['id']} AS locked_id FROM {table} "
-        f"WHERE {column['id']} IN (SELECT taken_id FROM taken) AND {free} "
-        f"ORDER BY {column['id']} FOR UPDATE) "
+    lock = (
+        f"SELECT {column['id']} FROM {table} WHERE {column['id']} = ANY(%s::varchar[]) "
+        f"AND {free} ORDER BY {column['id']} FOR UPDATE"
+    )
+    update = (
         f"UPDATE {table} SET {column['state']} = taken.new_state::jsonb, "
         f"{column['wake_at']} = taken.new_wake_at, {set_and_free(column)} "
-        f"FROM taken JOIN locked ON locked.locked_id = taken.taken_id "
+        f"FROM UNNEST(%s::varchar[], %s::integer[], %s::boolean[], %s::varchar[], %s::text[], "
+        f"%s::timestamptz[], %s::timestamptz[]) AS taken(taken_id, taken_revision, overlap, "
+        f"own, new_state, new_wake_at, taken_created_at) "
         f"WHERE {column['id']} = taken.taken_id AND {column['revision']} = taken.taken_revision "
-        f"AND {column['created_at']} = taken.taken_created_at "
-        f"AND {free} "
+        f"AND {column['created_at']} = taken.taken_created_at AND {free} "
         f"AND NOT (taken.overlap AND EXISTS (SELECT 1 FROM {instances} "
         f"WHERE {instance['schedule_id']} = taken.taken_id AND {instance['id']} <> taken.own "
         f"AND {instance['status']} IN ({statuses}))) "
@@ -97,21 +96,11 @@ def take(
         list(values) for values in zip(*(t.values for t in takes), strict=True)
     )
     overlaps = ["t" if take.overlap else "f" for take in takes]
-    params = [
-        array(ids),
-        array(revisions),
-        array(overlaps),
-        array(owns),
-        array(states),
-        array(wakes),
-        array(created),
-        now,
-        now,
-        now,
-        *unfinished,
-    ]
+    arrays = [array(ids), array(revisions), array(overlaps), array(owns), array(states)]
+    arrays += [array(wakes), array(created)]
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+        cursor.execute(lock, [arrays[0], now])
+        cursor.execute(update, [now, *arrays, now, *unfinished])
         return [id for (id,) in cursor.fetchall()]
 
 
