@@ -7,8 +7,9 @@ no lease), plans each as its tick would at its time (batch.plan()), and prepares
 row for the database; nothing is written then. At the time, one transaction takes the
 schedules whose plans still hold and inserts their instances, stamped with that time.
 
-A plan holds while its schedule is at the revision it was read at (every write moves it on: a
-pause, an upsert, a removal, another worker's tick), not paused, held by no live lease, and has
+A plan holds while its schedule is the row it was read from, at the revision read then (every
+write moves it on: a pause, an upsert, a removal, another worker's tick; a schedule removed and
+saved again, at revision 1 again, is told by its creation time), not paused, held by no live lease, and has
 no unfinished instance in the way of `overlap`; and while the clock is still before the
 schedule's next occurrence and within `missed="skip"`'s minute, so that its tick at this time
 would plan the same. What does not hold is left, not written: the tick's claim then starts it
@@ -58,7 +59,7 @@ class Ahead:
         self.using = using
         self.workflows = workflows
         self.prepared: dict[str, Prepared] = {}
-        # Schedules read but not prepared (not the common case), by id: the revision read.
+        # Schedules read but not prepared (not the common case), by id: the row as read.
         self.declined: dict[str, tuple[int, datetime]] = {}
 
     def next_at(self) -> datetime | None:
@@ -66,9 +67,9 @@ class Ahead:
         return min((p.at for p in self.prepared.values()), default=None)
 
     def prepare(self, now: datetime, in_code: dict[str, tuple[Workflow, Schedule]]) -> bool:
-        """Plan up to PREPARE_BATCH schedules coming due within HORIZON that have no plan at
-        their current revision, and forget the plans of the others. Returns whether more are
-        left to plan."""
+        """Plan up to PREPARE_BATCH schedules coming due within HORIZON that have no plan of
+        their row as it is, and forget the plans of the others (but those due by `now`, for
+        the next tick). Returns whether more are left to plan."""
         if not self.workflows:
             return False
         coming = store.coming_due(self.using, self.workflows, now, now + HORIZON)

@@ -7,7 +7,9 @@ unfinished instance in the way of its `overlap`), and their instances inserted w
 Taking a schedule is the conditional save of the store contract's rule for schedules (a write
 while the revision is the expected one), with two conditions more: not paused, and held by no
 live lease (a claim that got there first keeps it). Every write to a schedule moves its revision
-on, so a plan made before a pause, an upsert, a removal or another worker's tick takes nothing.
+on, so a plan made before a pause, an upsert, a removal or another worker's tick takes nothing;
+a schedule removed and saved again starts at revision 1 again, so its creation time is compared
+too.
 """
 
 from __future__ import annotations
@@ -94,33 +96,30 @@ def create_prepared(
     schedule id) as created at `now`, each with its tags, search attributes and first journal
     entries (as create_instances()), in a savepoint of the caller's transaction. Returns how
     many it created; when an instance's id is taken, none (rolled back to the savepoint)."""
-    connection = backend(using)
+    store = backend(using)
     model = WorkflowInstance
-    stamped = [field_index(model, name, connection.connection) for name in _STAMPED]
-    deadline_at = field_index(model, "deadline", connection.connection)
-    cursor_at = field_index(model, "signal_cursor", connection.connection)
-    with connection.write_transaction():
-        connection.take_write_lock()
+    stamped = [field_index(model, name, store.connection) for name in _STAMPED]
+    deadline_at = field_index(model, "deadline", store.connection)
+    cursor_at = field_index(model, "signal_cursor", store.connection)
+    with store.write_transaction():
+        store.take_write_lock()
         taken = [
-            instances[id]
-            for id in connection.take_schedules(now, takes, tuple(map(str, UNFINISHED)))
+            instances[id] for id in store.take_schedules(now, takes, tuple(map(str, UNFINISHED)))
         ]
         if not taken:
             return 0
-        stamp = connection.prepare_value(model, "created_at", now)
-        cursor = connection.prepare_value(model, "signal_cursor", last_signal_id(using))
+        stamp = store.prepare_value(model, "created_at", now)
+        cursor = store.prepare_value(model, "signal_cursor", last_signal_id(using))
         rows = []
         for prepared in taken:
             row = list(prepared.row)
             for index in stamped:
                 row[index] = stamp
             if prepared.timeout is not None:
-                row[deadline_at] = connection.prepare_value(
-                    model, "deadline", now + prepared.timeout
-                )
+                row[deadline_at] = store.prepare_value(model, "deadline", now + prepared.timeout)
             row[cursor_at] = cursor
             rows.append(row)
-        if connection.insert_prepared(model, rows) != len(rows):
+        if store.insert_prepared(model, rows) != len(rows):
             transaction.set_rollback(True, using=using)  # to the savepoint: nothing written
             return 0
         write_beside(using, [(p.id, now, p.tags, p.attributes, p.entries) for p in taken])
