@@ -21,11 +21,13 @@ from .definitions import UPDATE_PREFIX, check_update_name
 from .errors import WorkflowNotFoundError
 from .events import emit
 from .instances import check_isolation, check_key, instance_status, wake_on_commit
-from .models import FINISHED, Status, WorkflowInstance
+from .models import FINISHED, Signal, Status, WorkflowInstance
 from .registry import registry
 from .results import InstanceStatus, UpdateResult
 from .scope import running_step
 from .store import instances as store
+from .store.addressed import timed_out_wait
+from .store.backends import backend
 from .store.deadlocks import retries_deadlocks
 from .store.signals import RecordedSignal, record_signal
 from .store.values import to_json
@@ -40,7 +42,8 @@ def update(id: str, name: str, arg: Any = None, *, using: str | None = None) -> 
     runs first with the instance's status and `arg`: a ValidationError, a reason it returns or
     any other error it raises refuses the update (`accepted=False` with the reason), and
     nothing is stored. So is an update to an instance that will run no further wait: one that
-    has ended, is compensating, or was asked to cancel or terminate. An accepted update is
+    has ended, is compensating, or was asked to cancel or terminate; and one whose wait is past
+    its timeout, whether or not a worker has run the instance since (the timer has won it). An accepted update is
     stored for the instance, which takes it with its next wait for `name` (one stored before
     the wait is kept for it), in the order updates were stored. Inside a step, an update is
     stored once however often the step is retried.
@@ -76,7 +79,9 @@ def update(id: str, name: str, arg: Any = None, *, using: str | None = None) -> 
 
     step = running_step.get()
     dedupe_id = None if step is None else step.signal_id(signal, id)
-    recorded = _record(using, signal=signal, key=id, dedupe_id=dedupe_id, payload=value)
+    recorded = _record(using, name=name, id=id, dedupe_id=dedupe_id, payload=value)
+    if isinstance(recorded, str):
+        return _refuse(row, name, recorded, status)
     transaction.on_commit(
         lambda: emit(
             "update-accepted",
@@ -154,11 +159,31 @@ def _refuse(row: WorkflowInstance, name: str, reason: str, status: InstanceStatu
 
 @retries_deadlocks
 def _record(
-    using: str, *, signal: str, key: str, dedupe_id: str | None, payload: Any
-) -> RecordedSignal:
+    using: str, *, name: str, id: str, dedupe_id: str | None, payload: Any
+) -> RecordedSignal | str:
+    """Store update `name` for instance `id`, or the reason it is refused: a wait of the
+    instance for it is past its deadline (the timer has won it, whenever a worker gets there).
+    The check and the record share the signal lock, so no worker decides between them."""
+    signal = UPDATE_PREFIX + name
     with transaction.atomic(using=using, savepoint=False):
+        backend(using).lock_signals(shared=False)
+        now = clock.now()
+        stored = dedupe_id is not None and (
+            Signal.objects.using(using).filter(name=signal, dedupe_id=dedupe_id).exists()
+        )
+        if not stored and timed_out_wait(using, id, signal, id, now) is not None:
+            return (
+                f"Instance {id!r} waited for update {name!r} with a timeout, which has passed: "
+                f"the wait timed out and takes no update."
+            )
         recorded = record_signal(
-            using, name=signal, key=key, dedupe_id=dedupe_id, payload=payload, now=clock.now()
+            using,
+            name=signal,
+            key=id,
+            dedupe_id=dedupe_id,
+            payload=payload,
+            now=now,
+            locked=True,
         )
         if recorded.created:
             wake_on_commit(using)

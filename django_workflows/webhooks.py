@@ -20,7 +20,8 @@ from . import clock
 from .conf import database_alias
 from .events import emit
 from .instances import wake_on_commit
-from .models import UNFINISHED, JournalEntry, WorkflowInstance
+from .models import UNFINISHED, JournalEntry, Status, WorkflowInstance
+from .store.addressed import timed_out
 from .store.backends import backend
 from .store.deadlocks import retries_deadlocks
 from .store.signals import record_signal
@@ -79,8 +80,11 @@ def deliver(token: str, body: Any, *, using: str | None = None) -> bool:
     """Deliver `body` (JSON, checked by the caller) to the webhook of `token`, exactly once.
 
     Returns False, storing nothing, for a token that `read()` refuses, an instance that is
-    unknown, finished or did not mint it (its journal's entry is written before the step that
-    hands the URL out runs), a webhook delivered before, and one whose wait timed out; True once the body is
+    unknown, finished, compensating, asked to cancel or terminate, or did not mint it (its
+    journal's entry is written before the step that hands the URL out runs), a webhook
+    delivered before, and one whose wait is past its deadline, whether or not a worker has
+    taken the timer yet (the engine's rule: a signal recorded at or after the deadline loses
+    to the timer); True once the body is
     stored as the signal the webhook's wait takes (it wakes the instance at commit, and sends
     `webhook-received`). Joins the caller's transaction.
     """
@@ -99,10 +103,16 @@ def deliver(token: str, body: Any, *, using: str | None = None) -> bool:
             row = (
                 WorkflowInstance.objects.using(using)
                 .filter(pk=instance_id)
-                .values_list("status", "workflow", "version")
+                .values_list(
+                    "status", "workflow", "version", "cancel_requested", "terminate_requested"
+                )
                 .first()
             )
-            if row is None or row[0] not in UNFINISHED:
+            # An instance that will run no further wait (ended, undoing, asked to cancel or
+            # terminate) would never read the body: refused, as update() refuses.
+            if row is None or row[0] not in UNFINISHED or row[0] == Status.COMPENSATING:
+                return False
+            if row[3] or row[4]:
                 return False
             # The instance must have minted this very webhook (not an instance deleted and
             # started again under the same id), and its wait must not be over (timed out).
@@ -116,13 +126,16 @@ def deliver(token: str, body: Any, *, using: str | None = None) -> bool:
                 return False
             if waited is not None and waited.get("status") == COMPLETED:
                 return False
+            now = clock.now()
+            if waited is not None and timed_out(waited, now):
+                return False  # the timer has won the wait, whenever a worker gets to it
             recorded = record_signal(
                 using,
                 name=SIGNAL,
                 key=key,
                 dedupe_id=key,
                 payload=body,
-                now=clock.now(),
+                now=now,
                 locked=True,
             )
             if not recorded.created:

@@ -13,7 +13,7 @@ swapped replay without a word, each returning a result made before the other had
 from __future__ import annotations
 
 import copy
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from .. import errors
@@ -94,6 +94,12 @@ class DryReplay(Runtime):
 
     def signals(self, name: str, key: str | None) -> list[Any]:
         """Never a read of signals: a wait that would read them is the frontier."""
+        raise self.interrupted(ReplayEnd())
+
+    def signals_recorded_before(
+        self, waits: list[tuple[str, str | None]], deadline: datetime
+    ) -> list[Any]:
+        """Never a read of signals: the frontier too."""
         raise self.interrupted(ReplayEnd())
 
     def unreached(self) -> list[str]:

@@ -19,7 +19,7 @@ from ..definitions import Workflow
 from ..errors import WorkflowPayloadError
 from ..models import WorkflowInstance
 from ..store import instances as store
-from ..store.signals import signals_for
+from ..store.signals import recorded_before, signals_for
 from ..store.values import to_json
 from .faults import call_store
 from .interrupts import LeaseLost, Unreadable
@@ -210,3 +210,19 @@ class Runtime(Stops):
             with self._lock:
                 self._signals[(name, key)] = cached
         return cached
+
+    def signals_recorded_before(
+        self, waits: list[tuple[str, str | None]], deadline: datetime
+    ) -> list[Any]:
+        """The signals for `waits` newer than this execution's claim and recorded by
+        `deadline`, read now (store.signals.recorded_before); Unreadable when the codec cannot
+        read one."""
+        try:
+            return self.store_call(  # type: ignore[no-any-return]
+                lambda: recorded_before(
+                    self.using, waits=waits, after_id=self.last_signal_id, deadline=deadline
+                ),
+                "a read of signals",
+            )
+        except WorkflowPayloadError as error:
+            raise Unreadable(error) from error

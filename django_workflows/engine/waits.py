@@ -181,24 +181,23 @@ def wait(x: Runtime, name: str, conditions: dict[str, Any], *, kind: str = "wait
     # Read outside the lock: the read runs on the execution's thread, which may be waiting
     # for this lock to write another branch's step.
     received = {key: x.signals(c.signal, c.key) for key, c in signal_conditions.items()}
-    with x._lock:
-        winner = None
-        for key, condition in signal_conditions.items():
-            for signal in received[key]:
-                # A signal goes to one wait; a child's end is a fact every wait for it sees.
-                if signal.id in x.consumed and condition.exclusive:
-                    continue
-                if first_deadline is not None and signal.created_at > first_deadline:
-                    break  # recorded after the deadline: the timer wins
-                if condition.match is not None and not condition.match(
-                    copy.deepcopy(signal.payload)
-                ):
-                    continue
-                if winner is None or signal.id < winner[1].id:
-                    winner = (key, signal)
-                break
-        if winner is not None:
-            x.consumed.add(winner[1].id)
+    winner = _take(x, signal_conditions, received, first_deadline)
+    if (
+        winner is None
+        and signal_conditions
+        and first_deadline is not None
+        and now >= first_deadline
+    ):
+        # The timer is about to win. A signal recorded before the deadline wins instead, even
+        # one newer than this execution's claim: its sender was told it was delivered.
+        late = x.signals_recorded_before(
+            [(c.signal, c.key) for c in signal_conditions.values()], first_deadline
+        )
+        received = {
+            key: [s for s in late if s.name == c.signal and s.key == c.key]
+            for key, c in signal_conditions.items()
+        }
+        winner = _take(x, signal_conditions, received, first_deadline)
     if winner is not None:
         key, signal = winner
         x.record(
@@ -240,6 +239,35 @@ def wait(x: Runtime, name: str, conditions: dict[str, Any], *, kind: str = "wait
         return WaitOutcome(key, None)
     x.suspend(wake_at=first_deadline, waits=[(c.signal, c.key) for c in signal_conditions.values()])
     raise AssertionError("unreachable")
+
+
+def _take(
+    x: Runtime,
+    conditions: dict[str, SignalCondition],
+    received: dict[str, list[Any]],
+    deadline: datetime | None,
+) -> tuple[str, Any] | None:
+    """The condition's key and the signal that wins among `received` (each condition's, by
+    id): the lowest id a condition matches, recorded by `deadline`; taken (consumed) here."""
+    with x._lock:
+        winner = None
+        for key, condition in conditions.items():
+            for signal in received[key]:
+                # A signal goes to one wait; a child's end is a fact every wait for it sees.
+                if signal.id in x.consumed and condition.exclusive:
+                    continue
+                if deadline is not None and signal.created_at > deadline:
+                    break  # recorded after the deadline: the timer wins
+                if condition.match is not None and not condition.match(
+                    copy.deepcopy(signal.payload)
+                ):
+                    continue
+                if winner is None or signal.id < winner[1].id:
+                    winner = (key, signal)
+                break
+        if winner is not None:
+            x.consumed.add(winner[1].id)
+        return winner
 
 
 def wait_for_signal(

@@ -66,6 +66,32 @@ def lock_and_read(using: str, id: str, kind: str) -> Pending:
     return Pending(status, entries)
 
 
+def timed_out(doc: dict[str, Any], now: datetime) -> bool:
+    """Whether the pending wait of `doc` is past its first deadline at `now`: a signal recorded
+    then loses to the timer (the engine takes a signal only if recorded before the deadline),
+    so whatever would be acknowledged for it must be refused instead."""
+    if doc.get("status") != "pending":
+        return False
+    deadlines = [datetime.fromisoformat(d) for d in (doc.get("deadlines") or {}).values() if d]
+    return bool(deadlines) and now >= min(deadlines)
+
+
+def timed_out_wait(using: str, id: str, signal: str, key: str | None, now: datetime) -> str | None:
+    """The name of a pending wait of instance `id` for (`signal`, `key`) that is past its
+    deadline at `now`, or None. Read under the signal lock the caller holds, so that no worker
+    decides the wait between this read and the caller's record."""
+    pending = JournalEntry.objects.using(using).filter(instance_id=id, document__status="pending")
+    rows = pending.values_list("name", "document")
+    for name, doc in rows:
+        if (
+            isinstance(doc, dict)
+            and [signal, key] in (doc.get("waits") or [])
+            and timed_out(doc, now)
+        ):
+            return str(name)
+    return None
+
+
 def delivery_id(id: str, entry: str, started_at: str | None) -> str:
     """The dedupe id of the one signal that may resume the entry `entry` reached at
     `started_at`: a second one before the instance moves on is stored once."""

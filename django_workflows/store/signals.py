@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import functools
+import operator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Min
+from django.db.models import Min, Q
 
 from ..errors import WorkflowIdConflictError
 from ..models import Signal
@@ -83,6 +85,30 @@ def signals_for(
     rows = Signal.objects.using(using).filter(name=name, id__gt=after_id, id__lte=up_to_id)
     rows = rows.filter(key=key) if key is not None else rows.filter(key__isnull=True)
     return [payloads.decode_signal(signal) for signal in rows.order_by("id")]
+
+
+def recorded_before(
+    using: str, *, waits: list[tuple[str, str | None]], after_id: int, deadline: datetime
+) -> list[Signal]:
+    """Signals for any of `waits` (name, key) with an id above `after_id`, recorded before or
+    at `deadline`, by id: what a wait that its timer is about to decide must take first.
+
+    Read under the signal lock, shared: a signal whose record holds the lock exclusively is
+    waited for, and one recorded after the read starts is recorded after `deadline` (the
+    caller reads once its clock is past it), so no signal recorded in time is left unseen."""
+    matches = functools.reduce(
+        operator.or_,
+        (
+            Q(name=name, key=key) if key is not None else Q(name=name, key__isnull=True)
+            for name, key in waits
+        ),
+    )
+    with transaction.atomic(using=using):
+        backend(using).lock_signals(shared=True)
+        rows = Signal.objects.using(using).filter(
+            matches, id__gt=after_id, created_at__lte=deadline
+        )
+        return [payloads.decode_signal(signal) for signal in rows.order_by("id")]
 
 
 def first_unconsumed(using: str, *, after_id: int, up_to_id: int, consumed: set[int]) -> int | None:

@@ -378,3 +378,30 @@ def test_gather_branches_waiting_for_one_update_name_each_take_their_own(define,
     assert sorted(status.output) == ["12A", "12B"]
     names = sorted(e.name for e in status.journal if e.name.startswith("$update:"))
     assert names == ["$update:seat#0.0.1", "$update:seat#0.1.1"]
+
+
+def test_an_update_after_its_wait_timed_out_is_refused_and_stores_nothing(
+    fulfil_order, workflow_clock, events
+):
+    wf.start(fulfil_order, {"timeout": "1h"}, id="late")
+    wf.drain()
+    workflow_clock.advance("2h")  # the deadline passed before any worker ran the instance
+    result = wf.update("late", "change-address", ADDRESS)
+    assert result.accepted is False
+    assert "timed out" in result.reason and "change-address" in result.reason
+    assert not Signal.objects.exists()
+    assert [e.type for e in events if e.type.startswith("update-")] == ["update-rejected"]
+    wf.drain()
+    assert wf.get_status("late").output == {"address": None, "notes": []}
+
+
+def test_an_update_just_before_its_wait_s_deadline_wins_however_late_the_worker(
+    fulfil_order, workflow_clock
+):
+    wf.start(fulfil_order, {"timeout": "1h"}, id="in-time")
+    wf.drain()
+    workflow_clock.advance("59m")
+    assert wf.update("in-time", "change-address", ADDRESS).accepted
+    workflow_clock.advance("5h")
+    wf.drain()
+    assert wf.get_status("in-time").output == {"address": ADDRESS, "notes": []}
