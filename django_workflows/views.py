@@ -33,8 +33,10 @@ def _is_json_type(content_type: str) -> bool:
 @require_POST
 def webhook(request: HttpRequest, token: str) -> HttpResponse:
     """202 once the JSON body is delivered to the token's webhook; 404 for a token that opens
-    nothing (forged, another's, used, timed out, its instance finished or gone); 413 for a body
-    over WEBHOOK['MAX_BYTES']; 400 for a body that is not JSON; 405 for another method."""
+    nothing (forged, another's, used, past its wait's deadline, its instance finished, gone,
+    compensating or asked to cancel or terminate); 413 for a body over WEBHOOK['MAX_BYTES'];
+    400 for a body that is not JSON; 411 for a chunked body the server cannot read (WSGI
+    without `wsgi.input_terminated`); 405 for another method."""
     if webhooks.read(token) is None:
         return _not_found()  # before reading a byte of a stranger's body
     limit = get_settings().webhook.max_bytes
@@ -44,7 +46,13 @@ def webhook(request: HttpRequest, token: str) -> HttpResponse:
         return HttpResponse("Bad Content-Length.\n", status=400, content_type="text/plain")
     if declared > limit:
         return _too_large(limit)
-    raw = request.read(limit + 1)  # not request.body: stop reading one byte past the limit
+    raw = _read(request, limit + 1)  # not request.body: stop one byte past the limit
+    if raw is None:
+        return HttpResponse(
+            "Send the body with a Content-Length header: this server cannot read a chunked body.\n",
+            status=411,
+            content_type="text/plain",
+        )
     if len(raw) > limit:
         return _too_large(limit)
     if not _is_json_type(request.content_type or ""):
@@ -61,6 +69,21 @@ def webhook(request: HttpRequest, token: str) -> HttpResponse:
     if not webhooks.deliver(token, body, using=using):
         return _not_found()
     return JsonResponse({"accepted": True}, status=202)
+
+
+def _read(request: HttpRequest, size: int) -> bytes | None:
+    """Up to `size` bytes of the body, or None for a chunked body this server cannot read.
+
+    Without a Content-Length, Django's WSGI request reads nothing; a server that de-chunks the
+    body says so with `wsgi.input_terminated` (gunicorn, uWSGI), and the stream it gives is read
+    to its end. An ASGI request holds its whole body already."""
+    chunked = "chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower()
+    stream = request.META.get("wsgi.input")
+    if not chunked or request.META.get("CONTENT_LENGTH") or stream is None:
+        return request.read(size)
+    if not request.META.get("wsgi.input_terminated"):
+        return None
+    return bytes(stream.read(size))
 
 
 def _too_large(limit: int) -> HttpResponse:

@@ -137,3 +137,66 @@ def test_without_the_route_ctx_webhook_fails_clearly_and_journals_nothing(checko
     assert status.error["name"] == "ImproperlyConfigured"
     assert 'include("django_workflows.urls")' in status.error["message"]
     assert not JournalEntry.objects.filter(instance_id="o1", name="$webhook:paid").exists()
+
+
+def _chunked_wsgi_post(url: str, body: bytes, **environ) -> tuple[int, bytes]:
+    """POST `body` through Django's request handler as a WSGI server gives a chunked request:
+    no Content-Length, Transfer-Encoding: chunked, and the body in wsgi.input."""
+    import io
+    from urllib.parse import urlsplit
+
+    from django.test.client import ClientHandler, RequestFactory
+
+    base = RequestFactory()._base_environ(
+        PATH_INFO=urlsplit(url).path,
+        REQUEST_METHOD="POST",
+        CONTENT_TYPE="application/json",
+        HTTP_TRANSFER_ENCODING="chunked",
+        **{"wsgi.input": io.BytesIO(body)},
+        **environ,
+    )
+    response = ClientHandler()(base)
+    return response.status_code, response.content
+
+
+def test_a_chunked_body_is_read_where_the_server_de_chunks_it(url):
+    status, content = _chunked_wsgi_post(url, b'{"n": 1}', **{"wsgi.input_terminated": True})
+    assert status == 202, content
+    wf.drain()
+    assert wf.get_status("o1").output["body"] == {"n": 1}
+
+
+def test_a_chunked_body_the_server_cannot_read_is_411(url):
+    status, content = _chunked_wsgi_post(url, b'{"n": 1}')
+    assert status == 411 and b"Content-Length" in content
+    assert not Signal.objects.exists()
+
+
+def test_a_chunked_body_over_max_bytes_is_413(url):
+    status, _ = _chunked_wsgi_post(
+        url, b'{"pad": "' + b"x" * 1_000_000 + b'"}', **{"wsgi.input_terminated": True}
+    )
+    assert status == 413
+    assert not Signal.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_chunked_post_to_the_development_server_is_411_not_400(url, live_server):
+    import http.client
+    from urllib.parse import urlsplit
+
+    where = urlsplit(live_server.url)
+    connection = http.client.HTTPConnection(where.hostname, where.port, timeout=10)
+    try:
+        connection.request(
+            "POST",
+            url,
+            body=iter([b'{"n":', b" 1}"]),
+            headers={"Content-Type": "application/json"},
+            encode_chunked=True,
+        )
+        response = connection.getresponse()
+        assert response.status == 411, response.read()
+    finally:
+        connection.close()
+    assert not Signal.objects.exists()
