@@ -16,6 +16,7 @@ from .attributes import conditions as attribute_conditions
 from .conf import database_alias
 from .definitions import Workflow, WorkflowSignal, check_queue
 from .durations import Duration, parse_duration
+from .engine.journal import BOOKKEEPING_KINDS
 from .errors import (
     WorkflowFailedError,
     WorkflowNotFoundError,
@@ -146,13 +147,20 @@ def signal(
 def get_status(
     id: str, *, journal: bool = False, children: bool = False, using: str | None = None
 ) -> InstanceStatus | None:
-    """The instance with its waits (and its journal, and its children), or None for an unknown id."""
+    """The instance with its waits (and its journal, and its children), or None for an unknown id.
+    The journal is the workflow's own entries: not the engine's bookkeeping (BOOKKEEPING_KINDS)."""
     using = database_alias(using)
     row = store.get_instance(using, id)
     if row is None:
         return None
     waits = store.load_waits(using, [id]).get(id, [])
-    entries = store.load_journal(using, id) if journal else None
+    entries = None
+    if journal:
+        entries = [
+            (name, document)
+            for name, document in store.load_journal(using, id)
+            if document.get("kind") not in BOOKKEEPING_KINDS
+        ]
     kids = None
     if children:
         rows = store.list_instances(using, parent_id=id, limit=10_000)

@@ -8,6 +8,8 @@ What the fork copies, and what runs again (docs/how-to/rerun-from-a-step.md says
   workflow caught replays as before), sleeps that fired, waits with the signal or timeout they
   took, commit points, journaled values (`now()`, `random()`, `uuid()`, published values),
   webhooks, children's starts and ends, patch markers. `from_step` and everything after it run again.
+- A copied webhook whose wait was not copied as passed (the fork waits for its POST again) gets
+  a new key: its URL is the fork's own, and the original's URL still reaches only the original.
 - Not copied: the compensations' own entries and retry() markers (the original's history,
   not the fork's), and what had not ended when `from_step` was first written (a step, sleep or
   wait of a gather branch still under way): those run again too.
@@ -32,7 +34,7 @@ from typing import Any
 
 from django.db import transaction
 
-from . import clock
+from . import clock, webhooks
 from .conf import database_alias
 from .definitions import Workflow
 from .engine import journal
@@ -207,6 +209,8 @@ def _copied(
     for name, doc in before:
         if name not in kept:
             continue
+        if doc.get("kind") == "webhook":
+            doc = _own_webhook(name, doc, kept)
         if name.startswith(CHILD_PREFIX) and doc.get("kind") == "child":
             child = name[len(CHILD_PREFIX) :]
             name = CHILD_PREFIX + _renamed_child(child, id, fork_id, doc)
@@ -230,6 +234,23 @@ def _copied(
                     }
                 )
     return copied, signals
+
+
+def _own_webhook(name: str, doc: dict[str, Any], kept: set[str]) -> dict[str, Any]:
+    """The fork's entry for the original's webhook entry `name`: as it was when the fork copies
+    its wait as passed (the replay gives the body the original took, and the URL opens nothing),
+    with a new key otherwise.
+
+    The key is what makes a webhook one instance's: a delivery is the signal `$webhook` keyed
+    and deduplicated by it, which the wait takes, and deliver() checks it against the token's
+    instance's own entry. A key is random at minting, so only a copied journal shares one; with
+    a new key here, the fork's token opens the fork's entry, its POST is a signal the original
+    does not wait for, and the original's (sent before the fork or after) is not the fork's.
+    (Keying the signal by the instance too would change the signal that instances already
+    waiting are waiting for.)"""
+    if webhooks.wait_entry(name.removeprefix(webhooks.mint_entry(""))) in kept:
+        return doc
+    return {**doc, "key": webhooks.new_key()}
 
 
 def _renamed_child(child: str, id: str, fork_id: str, doc: dict[str, Any]) -> str:

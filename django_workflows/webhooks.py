@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import binascii
 import json
+import secrets
 from typing import Any
 
 from django.core import signing
@@ -29,6 +30,11 @@ from .store.signals import record_signal
 COMPLETED = "completed"  # a journal entry's status once done (engine/journal.py's)
 SIGNAL = "$webhook"
 """The engine's own signal a webhook's POST is delivered as, keyed by the webhook's key."""
+
+
+def new_key() -> str:
+    """A webhook's random key: one instance's (fork() gives a fork's copy a new one)."""
+    return secrets.token_urlsafe(16)
 
 
 def mint_entry(name: str) -> str:

@@ -15,6 +15,12 @@ ENGINE_KINDS = ("compensation", "retry", PATCH, FORK, "continued", "headers")
 """Entries the replay check ignores: those the engine writes on its own, and patch markers,
 which code whose guard was removed no longer reaches."""
 
+BOOKKEEPING_KINDS = (FORK, "continued", "headers")
+"""The engine's own bookkeeping, which no workflow code writes: a fork's `$fork`, what a run
+after ctx.continue_as_new() carries over (`$continued`), start()'s middleware `$headers`. The
+journal get_status() shows leaves them out (a fork's reads as the original's up to the step, a
+continued run's starts empty); the stored journal, an export and the admin keep them."""
+
 CONTINUED = "$continued"  # what a run started by ctx.continue_as_new() carries (continuation.py)
 
 COMPLETED = "completed"

@@ -9,7 +9,6 @@ nothing without SECRET_KEY, so it is kept in plain beside the result, for the vi
 
 from __future__ import annotations
 
-import secrets
 from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import ImproperlyConfigured
@@ -78,7 +77,7 @@ def webhook(x: Runtime, name: str) -> Webhook:
         token = webhooks.sign(x.instance.id, name, key)
         return Webhook(token, url_for(token), name=name, key=key, execution=x)
     x.check_interrupts(entry_name, entry)
-    key = secrets.token_urlsafe(16)
+    key = webhooks.new_key()
     token = webhooks.sign(x.instance.id, name, key)
     url = url_for(token)  # before the entry: a URLconf without the route records nothing
     now = journal.timestamp(x.now())

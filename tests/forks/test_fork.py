@@ -65,6 +65,20 @@ def test_the_fork_starts_with_the_entries_before_the_step(failed_order):
     ]
 
 
+def test_the_forks_journal_reads_as_the_originals_up_to_the_step(failed_order):
+    forked = wf.fork(failed_order, from_step="pack")
+    original = wf.get_status(failed_order, journal=True).journal
+    shown = wf.get_status(forked.id, journal=True).journal
+    assert [e.name for e in shown] == ["charge"]  # not the engine's $fork marker
+    assert shown[0] == original[0]
+    wf.drain()
+    shown = wf.get_status(forked.id, journal=True).journal
+    assert [(e.name, e.kind) for e in shown] == [(e.name, e.kind) for e in original]
+    assert "$fork" in JournalEntry.objects.filter(instance_id=forked.id).values_list(
+        "name", flat=True
+    )
+
+
 def test_a_fork_runs_on_a_worker_in_another_thread(shipping, runs, transactional_db):
     shipping(broken=True)
     wf.start("shipping", {"order": "o-2", "total": 10}, id="order-2")

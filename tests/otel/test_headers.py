@@ -79,6 +79,15 @@ def test_a_first_execution_started_inside_a_span_has_its_headers_read_by_the_cla
     assert len([q for q in sql if JOURNAL_TABLE in q]) == 1
 
 
+def test_the_journal_get_status_shows_leaves_the_headers_out(headed, spans, tracer):
+    with tracer.start_as_current_span("POST /orders"):
+        wf.start(headed, None, id="headed-1")
+    assert list(JournalEntry.objects.filter(instance_id="headed-1").values_list("name", flat=True))
+    assert wf.get_status("headed-1", journal=True).journal == []
+    wf.drain()
+    assert wf.get_status("headed-1", journal=True).journal == []
+
+
 def test_without_the_middleware_start_stores_no_headers(define):
     define("otel-plain")(lambda ctx, input: "done")
     wf.start("otel-plain", None, id="plain-1")
