@@ -11,6 +11,10 @@ mid-transaction (or keep half-written) is refused first, with an error naming it
 - lists and dicts nested more than MAX_DEPTH deep (MariaDB's JSON CHECK refuses a document
   nested 32 deep, Python's json a thousand);
 - more JSON than the database takes in one value (MariaDB: its max_allowed_packet).
+
+The store writes JSON as UTF-8 text as it is (Utf8Encoder): an "é" takes the two bytes of its
+UTF-8, not the six of "\\u00e9" (quotes, backslashes and control characters, NUL included, are
+escaped as JSON escapes them).
 """
 
 from __future__ import annotations
@@ -111,10 +115,25 @@ def storable_text(text: str) -> str:
     return text
 
 
+class Utf8Encoder(json.JSONEncoder):
+    """The JSON encoder of the store's JSON columns: non-ASCII characters as they are, whatever
+    `ensure_ascii` the caller passes (json.dumps() passes True)."""
+
+    def __init__(self, **options: Any) -> None:
+        options["ensure_ascii"] = False
+        super().__init__(**options)
+
+
+def text(value: Any) -> str:
+    """`value` as the JSON text the store writes: non-ASCII characters as they are."""
+    return json.dumps(value, ensure_ascii=False)
+
+
 def dumps(value: Any, what: str) -> str:
-    """`value` as JSON text, as the database driver sends it; TypeError if it is not JSON."""
+    """`value` as JSON text, as the database driver sends it (non-ASCII characters as they
+    are); TypeError if it is not JSON."""
     try:
-        return json.dumps(value, allow_nan=False)
+        return json.dumps(value, allow_nan=False, ensure_ascii=False)
     except (TypeError, ValueError) as error:
         raise TypeError(
             f"{what} must be a JSON value (dict, list, str, int, float, bool or None): {error}."

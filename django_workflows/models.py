@@ -11,6 +11,7 @@ from django.db import models
 from .attributes import ATTRIBUTE_NAME_LENGTH, ATTRIBUTE_TEXT_LENGTH, TAG_LENGTH
 from .definitions import DEFAULT_QUEUE, QUEUE_LENGTH, SCHEDULE_ID_LENGTH
 from .indexes import CoveringIndex, DueIndex, LiveKeyIndex, ParkedIndex, SetIndex
+from .jsonvalues import Utf8Encoder
 from .store.backends import backend
 from .subjects import subject_filter
 
@@ -52,6 +53,27 @@ class KeyField(models.CharField):
         return parameters
 
 
+class JSONField(models.JSONField):  # type: ignore[type-arg]
+    """A JSON column whose text keeps non-ASCII characters as they are, in UTF-8
+    (jsonvalues.Utf8Encoder): Django's own JSONField writes them escaped ("\\u00e9", six bytes
+    for the two of "é"), which MySQL's and MariaDB's text columns and SQLite's keep as written
+    (PostgreSQL's jsonb keeps the same either way). Old rows, escaped, read the same.
+
+    The column is Django's JSONField's: the migrations name that field (deconstruct()), so that
+    none is needed, and a migration's historical models write as Django does."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.encoder is None:
+            self.encoder = Utf8Encoder
+
+    def deconstruct(self) -> Any:
+        name, _, args, kwargs = super().deconstruct()
+        if kwargs.get("encoder") is Utf8Encoder:
+            del kwargs["encoder"]
+        return name, "django.db.models.JSONField", args, kwargs
+
+
 class WorkflowInstanceQuerySet(models.QuerySet["WorkflowInstance"]):
     """WorkflowInstance.objects: the ORM's queries, and the instances about one subject."""
 
@@ -68,10 +90,10 @@ class WorkflowInstance(models.Model):
     workflow = KeyField(max_length=KEY_LENGTH)
     version = models.PositiveIntegerField()
     status = models.CharField(max_length=24, choices=Status.choices, default=Status.PENDING)
-    input = models.JSONField(null=True, blank=True)
-    output = models.JSONField(null=True, blank=True)
-    error = models.JSONField(null=True, blank=True)
-    custom_status = models.JSONField(null=True, blank=True)
+    input = JSONField(null=True, blank=True)
+    output = JSONField(null=True, blank=True)
+    error = JSONField(null=True, blank=True)
+    custom_status = JSONField(null=True, blank=True)
     # When a worker should next run it; NULL once it is finished or parked with nothing to wake it
     # but a signal or a cancel. The claim index only holds rows with a wake time.
     wake_at = models.DateTimeField(null=True, blank=True)
@@ -195,7 +217,7 @@ class JournalEntry(models.Model):
         WorkflowInstance, on_delete=models.CASCADE, related_name="entries", db_index=False
     )
     name = KeyField(max_length=JOURNAL_NAME_LENGTH)
-    document = models.JSONField()
+    document = JSONField()
 
     class Meta:
         verbose_name = "journal entry"
@@ -305,7 +327,7 @@ class Signal(models.Model):
     name = KeyField(max_length=KEY_LENGTH)
     key = KeyField(max_length=KEY_LENGTH, null=True, blank=True)
     dedupe_id = KeyField(max_length=KEY_LENGTH, null=True, blank=True)
-    payload = models.JSONField(null=True, blank=True)
+    payload = JSONField(null=True, blank=True)
     created_at = models.DateTimeField()
 
     class Meta:
@@ -330,11 +352,11 @@ class WorkflowSchedule(models.Model):
     workflow = KeyField(max_length=KEY_LENGTH)
     version = models.PositiveIntegerField(null=True, blank=True)
     declared = models.BooleanField(default=False)
-    spec = models.JSONField()
-    input = models.JSONField(null=True, blank=True)
+    spec = JSONField()
+    input = JSONField(null=True, blank=True)
     paused = models.BooleanField(default=False)
     wake_at = models.DateTimeField(null=True, blank=True)
-    state = models.JSONField(null=True, blank=True)
+    state = JSONField(null=True, blank=True)
     revision = models.PositiveIntegerField(default=1)
     lease_token = KeyField(max_length=KEY_LENGTH, null=True, blank=True)
     lease_owner = models.CharField(max_length=KEY_LENGTH, null=True, blank=True)
@@ -386,10 +408,10 @@ class WorkerProcess(models.Model):
     host = models.CharField(max_length=KEY_LENGTH)
     pid = models.PositiveIntegerField()
     # The queues it claims from; empty for every queue.
-    queues = models.JSONField(default=list, blank=True)
+    queues = JSONField(default=list, blank=True)
     # The workflows it runs ("name@version") when started with some (--workflow), empty for
     # every one registered in its process.
-    workflows = models.JSONField(default=list, blank=True)
+    workflows = JSONField(default=list, blank=True)
     concurrency = models.PositiveIntegerField()
     version = models.CharField(max_length=32)  # of the django-durable-workflows package
     heartbeat = models.FloatField()  # seconds between two refreshes of last_seen_at

@@ -1,5 +1,5 @@
 """Why a step failed and what it logged, as the instance page shows them under the entry: the
-error's traceback collapsed in a <details>, and the lines of step.log of its latest attempt."""
+error's traceback collapsed in a <details>, and the lines of step.log of its attempts."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ from typing import Any
 
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
+
+from ..engine.steplog import MAX_ATTEMPTS
 
 
 def traceback_block(traceback: Any, summary: str = "Traceback") -> SafeString:
@@ -48,7 +50,36 @@ def error_tracebacks(error: Any) -> SafeString:
 
 
 def log_lines(doc: dict[str, Any]) -> SafeString:
-    """The step.log lines a journal entry keeps, with a note of how many were not kept."""
+    """The step.log lines a journal entry keeps, grouped by attempt, oldest first: those of the
+    attempts before its latest (`earlier_logs`, a note of how many more attempts' lines were
+    not kept), then its latest's; each with a note of how many of its lines were not kept."""
+    earlier = doc.get("earlier_logs")
+    groups = (
+        [group for group in earlier if isinstance(group, dict)] if isinstance(earlier, list) else []
+    )
+    omitted = doc.get("earlier_logs_omitted") or 0
+    note = (
+        format_html(
+            '<p class="dw-logs-omitted">The lines of {} earlier attempt{} were not kept (an entry '
+            "keeps those of its last {} attempts).</p>",
+            omitted,
+            "s"[: omitted != 1],
+            MAX_ATTEMPTS,
+        )
+        if omitted
+        else ""
+    )
+    return format_html(
+        "{}{}{}",
+        note,
+        format_html_join("", "{}", ((_attempt_lines(group),) for group in groups)),
+        _attempt_lines(doc),
+    )
+
+
+def _attempt_lines(doc: dict[str, Any]) -> SafeString:
+    """One attempt's lines (`doc`: its `attempt`, `logs` and `logs_dropped`), open in a
+    <details>, with a note of how many were not kept; nothing when it logged none."""
     logs = doc.get("logs")
     logs = [line for line in logs if isinstance(line, dict)] if isinstance(logs, list) else []
     dropped = doc.get("logs_dropped") or 0

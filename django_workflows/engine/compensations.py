@@ -15,6 +15,7 @@ from ..store import instances as store
 from . import journal
 from .attempts import attempt_failed, invoke
 from .stepcontext import StepContext
+from .steplog import carried
 from .tracebacks import attempt_error
 
 if TYPE_CHECKING:
@@ -125,6 +126,7 @@ def _run_compensation(
             step=compensation.step,
             attempt=attempt,
             started_at=journal.timestamp(now),
+            **carried(entry),  # the lines of the attempts before
         )
         x.write()
         step = StepContext(x, compensation.step, name, attempt, None, reason=reason)

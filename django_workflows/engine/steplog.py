@@ -1,6 +1,12 @@
 """step.log: a LoggerAdapter of the `django_workflows` logger that also keeps the lines of one
 attempt, bounded, for its journal entry (`logs`, encoded by a codec like its result, and
-`logs_dropped`, how many lines did not fit)."""
+`logs_dropped`, how many lines did not fit).
+
+The entry keeps the lines of the attempts before too, each attempt's as bounded as the latest's
+(carried()): `earlier_logs`, a list of {attempt, logs, logs_dropped}, oldest first, of the
+attempts that logged a line, at most MAX_ATTEMPTS - 1 of them (a retry policy without a limit
+would grow the entry without one), and `earlier_logs_omitted`, how many attempts' lines were
+let go to keep to that, the oldest first."""
 
 from __future__ import annotations
 
@@ -14,6 +20,7 @@ from ..jsonvalues import storable_text
 
 MAX_LINES = 50  # per attempt
 MAX_BYTES = 16 * 1024  # per attempt: the UTF-8 of the lines' messages, levels and times
+MAX_ATTEMPTS = 10  # attempts whose lines an entry keeps: the latest's and the 9 before it
 
 logger = logging.getLogger("django_workflows")
 
@@ -67,3 +74,29 @@ class StepLogger(logging.LoggerAdapter):  # type: ignore[type-arg]
             if not self._lines and not self._dropped:
                 return {}
             return {"logs": list(self._lines), "logs_dropped": self._dropped}
+
+
+def carried(entry: Mapping[str, Any] | None) -> dict[str, Any]:
+    """What the entry of a new attempt keeps of the lines of the attempts before it, from the
+    entry `entry` of the attempt before (None for a first attempt): its `earlier_logs` and its
+    own lines, which its `logs` hold, and `earlier_logs_omitted`; nothing when none logged."""
+    if entry is None:
+        return {}
+    earlier = entry.get("earlier_logs")
+    kept: list[Any] = list(earlier) if isinstance(earlier, list) else []
+    omitted = entry.get("earlier_logs_omitted") or 0
+    logs = entry.get("logs")
+    if logs or entry.get("logs_dropped"):
+        kept.append(
+            {
+                "attempt": entry.get("attempt"),
+                "logs": logs if isinstance(logs, list) else [],
+                "logs_dropped": entry.get("logs_dropped") or 0,
+            }
+        )
+    if len(kept) > MAX_ATTEMPTS - 1:
+        omitted += len(kept) - (MAX_ATTEMPTS - 1)
+        kept = kept[-(MAX_ATTEMPTS - 1) :]
+    if not kept and not omitted:
+        return {}
+    return {"earlier_logs": kept, "earlier_logs_omitted": omitted}

@@ -22,6 +22,7 @@ from .compensations import register
 from .coroutines import refuse_async_fn, refuse_coroutine
 from .interrupts import Suspend
 from .stepcontext import StepContext
+from .steplog import carried
 from .tracebacks import attempt_error
 
 if TYPE_CHECKING:
@@ -159,6 +160,7 @@ def step(
                 "started_at": journal.timestamp(started),
                 "progress": progress,
                 "pos": list(position),
+                **carried(entry),  # the lines of the attempts before
             }
             if entry is None:
                 x._check_journal_limits("step")

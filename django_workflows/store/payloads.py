@@ -2,7 +2,8 @@
 and decoded on the way out. Without a codec every function here hands values through.
 
 Encoded: instances' input, output, error, custom status and cancel reason; journal entries'
-result, progress, error and logs (step.log's lines); signals' payloads. Readable, because the
+result, progress, error, logs and earlier_logs (step.log's lines, of the latest attempt and of
+those before); signals' payloads. Readable, because the
 store matches, filters, orders or counts on them: ids, names, versions, statuses, keys, priorities, links, journal entry
 names, times and error names (kept beside the encoded error, which holds the name too).
 
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
     from .instances import InstanceWrite
 
 INSTANCE_FIELDS = ("input", "output", "error", "custom_status", "cancel_reason")
-DOCUMENT_FIELDS = ("result", "progress", "error", "logs")
+DOCUMENT_FIELDS = ("result", "progress", "error", "logs", "earlier_logs")
 _ERROR_DATA = "data"  # an encoded error: {"name": ..., "data": "$wf1:..."}
 _ENVELOPE = {"name", _ERROR_DATA}
 

@@ -29,23 +29,25 @@ def to_json(value: Any, what: str, *, using: str | None = None) -> Any:
 
 
 def check_size(text: str, what: str, using: str) -> None:
-    """Refuse JSON text larger than the database `using` takes in one value, with
-    UnstorableValueError naming `what`, the size and the limit."""
+    """Refuse JSON text (as jsonvalues.dumps() writes it, non-ASCII characters as they are)
+    larger than the database `using` takes in one value, with UnstorableValueError naming
+    `what`, the size and the limit."""
     store = backend(using)
     packet = store.max_allowed_packet()
+    size = len(text) if text.isascii() else len(text.encode())  # the bytes of its UTF-8
     if packet is not None:
         # The driver sends the text as an escaped SQL literal: a quote or backslash takes two.
-        length = len(text) + text.count("\\") + text.count('"') + text.count("'")
+        length = size + text.count("\\") + text.count('"') + text.count("'")
         if codecs.configured_codecs():  # stored encrypted: base64 of at most its UTF-8 form
-            length = max(length, len(text) * 4 // 3 + 1024)
+            length = max(length, size * 4 // 3 + 1024)
         if length > packet - PACKET_MARGIN:
             raise UnstorableValueError(
                 f"{what} takes {length} bytes as JSON, more than the server's "
                 f"max_allowed_packet takes ({packet} bytes, less {PACKET_MARGIN} for the rest "
                 f"of the statement)."
             )
-    elif len(text) > store.max_value_bytes:
+    elif size > store.max_value_bytes:
         raise UnstorableValueError(
-            f"{what} takes {len(text)} bytes as JSON, more than "
+            f"{what} takes {size} bytes as JSON, more than "
             f"{store.connection.display_name} stores in one value ({store.max_value_bytes} bytes)."
         )

@@ -186,8 +186,8 @@ def test_a_nul_character_in_a_cancel_reason_is_refused_on_every_database(workflo
 
 @pytest.mark.skipif(connection.vendor != "mysql", reason="MariaDB and MySQL: max_allowed_packet")
 def test_an_input_larger_than_max_allowed_packet_is_refused(workflow_clock):
-    """10 MB of non-ASCII text is 30 MB of escaped JSON: more than the 16 MB default packet,
-    which used to drop the connection ("server has gone away")."""
+    """Half a packet of "é" is a whole packet as UTF-8: more than the server takes, which
+    used to drop the connection ("server has gone away")."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT @@max_allowed_packet")
         packet = cursor.fetchone()[0]

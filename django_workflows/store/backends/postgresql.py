@@ -3,7 +3,6 @@ holder's write each as one statement."""
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from collections.abc import Callable, Sequence
@@ -16,6 +15,7 @@ from django.db.models.constants import OnConflict
 from django.db.models.expressions import RawSQL
 from django.db.models.lookups import Exact
 
+from ...jsonvalues import text as json_text
 from ...models import (
     FINISHED,
     InstanceAttribute,
@@ -283,14 +283,14 @@ class PostgreSQLBackend(Backend):
         parts = [writes_sql.held("%s", "%s")]
         if rows:
             parts.append(writes_sql.written("%s::jsonb"))
-            params.append(json.dumps(rows))
+            params.append(json_text(rows))
         sets: list[str] = []
         values: list[Any] = []
         for name, value in changes.items():
             column = WorkflowInstance._meta.get_field(name).column  # type: ignore[union-attr]
             if name in _JSON_COLUMNS:
                 sets.append(f"{column} = %s::jsonb")
-                values.append(None if value is None else json.dumps(value))
+                values.append(None if value is None else json_text(value))
             else:
                 sets.append(f"{column} = %s")
                 values.append(value)
@@ -439,16 +439,16 @@ def _function_call(
     if routine == "journal":
         if announce:
             return None
-        return writes_sql.JOURNAL_CALL, [id, token, json.dumps(rows)]
+        return writes_sql.JOURNAL_CALL, [id, token, json_text(rows)]
     if routine is None:
         return None
     output, error = (
-        None if changes[name] is None else json.dumps(changes[name]) for name in ("output", "error")
+        None if changes[name] is None else json_text(changes[name]) for name in ("output", "error")
     )
     return writes_sql.FINAL_CALL, [
         id,
         token,
-        json.dumps(rows),
+        json_text(rows),
         changes["status"],
         output,
         error,

@@ -7,13 +7,13 @@ into arrays at the statement was most of the write's CPU.
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import Any
 
 from django.db.models import Model
 from psycopg.adapt import PyFormat, Transformer
 
+from ...jsonvalues import text as json_text
 from ...models import WorkflowSchedule
 from .params import row_fields, row_values
 from .prepared import Take, columns, prepared_field, set_and_free
@@ -51,7 +51,7 @@ def prepare_take(
         array_element(connection, id),
         str(revision),
         array_element(connection, own),
-        array_element(connection, None if state is None else json.dumps(state)),
+        array_element(connection, None if state is None else json_text(state)),
         array_element(connection, wake),
         array_element(
             connection, prepared_field(connection, WorkflowSchedule, "created_at", created_at)
