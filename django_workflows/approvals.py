@@ -71,10 +71,13 @@ def resume(id: str, name: str | None = None, *, using: str | None = None) -> str
             name = name if name is not None else names[0]
             doc = pending.entries[name]
             payload = {"name": name, "at": doc.get("started_at")}
+            if pending.generation:
+                payload["generation"] = pending.generation
             if not addressed.record(
                 using,
                 signal=addressed.BREAKPOINT_SIGNAL,
                 id=id,
+                generation=pending.generation,
                 entry=name,
                 doc=doc,
                 payload=payload,
@@ -155,9 +158,16 @@ def _report(id: str, name: str, outcome: dict[str, Any], using: str | None) -> N
                 using,
                 signal=addressed.TASK_SIGNAL,
                 id=id,
+                generation=pending.generation,
                 entry=entry,
                 doc=doc,
-                payload={"task": name, "attempt": number, "at": doc.get("started_at"), **outcome},
+                payload={
+                    "task": name,
+                    "attempt": number,
+                    "at": doc.get("started_at"),
+                    **({"generation": pending.generation} if pending.generation else {}),
+                    **outcome,
+                },
                 now=now,
             ):
                 refusal = (

@@ -235,3 +235,22 @@ def test_a_refused_report_stores_nothing_inside_the_callers_transaction(workflow
             wf.complete_task("tx", "virus-scan", 1)
         wf.signal("unrelated")
     assert list(Signal.objects.values_list("name", flat=True)) == ["unrelated"]
+
+
+def test_a_task_reached_again_after_continue_as_new_in_the_same_tick(workflow_clock, define):
+    @define("task-loop")
+    def task_loop(ctx, input):
+        result = ctx.task("job", lambda step: None)
+        if input is None:
+            ctx.continue_as_new("again")
+        return result
+
+    wf.start("task-loop", id="g1")
+    wf.drain()
+    wf.complete_task("g1", "job", "first")
+    wf.drain()
+    assert wf.get_status("g1").generation == 1
+    assert wf.get_status("g1").status == "suspended"
+    wf.complete_task("g1", "job", "second")  # the clock has not moved
+    wf.drain()
+    assert wf.get_status("g1").output == "second"
