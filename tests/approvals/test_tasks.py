@@ -87,7 +87,7 @@ def test_fail_task_retries_with_a_new_dispatch_then_fails_like_a_step(workflow_c
     assert wf.get_status("t5").status == "suspended"  # the retry's backoff
     workflow_clock.advance("10s")
     wf.drain()
-    assert len(sent) == 2 and sent[0] != sent[1]  # dispatched again, with a new key
+    assert sent == ["t5:virus-scan", "t5:virus-scan"]  # dispatched again, the key stable
     with pytest.raises(wf.WorkflowStateError, match="not waiting"):
         wf.fail_task("t5", "other", "x")
     wf.fail_task("t5", "virus-scan", "scanner crashed again")
@@ -159,8 +159,10 @@ def test_a_dispatch_that_raises_is_retried_as_a_step(workflow_clock, define):
     wf.drain()
     workflow_clock.advance("10s")
     wf.drain()
-    assert calls == [1, 2]
-    wf.complete_task("t8", "job", 5)
+    assert calls == [1, 2]  # the second dispatch is the task's attempt 2
+    with pytest.raises(wf.WorkflowStateError, match="attempt 1"):
+        wf.complete_task("t8", "job", 4, attempt=1)
+    wf.complete_task("t8", "job", 5, attempt=2)
     wf.drain()
     assert wf.get_status("t8").output == 5
 
@@ -235,6 +237,72 @@ def test_a_refused_report_stores_nothing_inside_the_callers_transaction(workflow
             wf.complete_task("tx", "virus-scan", 1)
         wf.signal("unrelated")
     assert list(Signal.objects.values_list("name", flat=True)) == ["unrelated"]
+
+
+def test_the_dispatch_key_is_the_instance_id_and_the_task_name(workflow_clock, sent):
+    wf.start("scan", id="key")
+    wf.drain()
+    assert sent == ["key:virus-scan"]
+
+
+@pytest.fixture
+def attempts(define):
+    """The step.attempt of each dispatch of workflow "attempts", in order."""
+    seen: list[int] = []
+
+    @define("attempts")
+    def attempts(ctx, input):
+        return ctx.task("job", lambda step: seen.append(step.attempt), retry=input or 3)
+
+    return seen
+
+
+def test_each_dispatch_after_a_failed_report_is_the_next_attempt(workflow_clock, attempts):
+    wf.start("attempts", id="n1")
+    wf.drain()
+    wf.fail_task("n1", "job", "busy", attempt=1)
+    wf.drain()
+    workflow_clock.advance("10s")
+    wf.drain()
+    assert attempts == [1, 2]
+    wf.fail_task("n1", "job", "busy again", attempt=2)
+    wf.drain()
+    workflow_clock.advance("10s")
+    wf.drain()
+    assert attempts == [1, 2, 3]
+    wf.complete_task("n1", "job", "done", attempt=3)
+    wf.drain()
+    assert wf.get_status("n1").output == "done"
+
+
+def test_a_report_for_another_attempt_is_refused(workflow_clock, attempts):
+    wf.start("attempts", id="n2")
+    wf.drain()
+    with pytest.raises(wf.WorkflowStateError, match="attempt 2"):
+        wf.complete_task("n2", "job", "early", attempt=2)
+    wf.fail_task("n2", "job", "busy", attempt=1)
+    wf.drain()
+    workflow_clock.advance("10s")
+    wf.drain()
+    # Attempt 1's failure, delivered again, does not fail attempt 2.
+    with pytest.raises(wf.WorkflowStateError, match="attempt 1"):
+        wf.fail_task("n2", "job", "busy", attempt=1)
+    with pytest.raises(wf.WorkflowStateError, match="attempt 1"):
+        wf.complete_task("n2", "job", "stale", attempt=1)
+    assert Signal.objects.count() == 1
+    wf.complete_task("n2", "job", "done", attempt=2)
+    wf.drain()
+    assert wf.get_status("n2").output == "done"
+
+
+def test_a_bad_attempt_is_refused(workflow_clock, attempts):
+    wf.start("attempts", id="n3")
+    wf.drain()
+    with pytest.raises(TypeError, match="attempt"):
+        wf.complete_task("n3", "job", 1, attempt="1")
+    with pytest.raises(ValueError, match="attempt"):
+        wf.fail_task("n3", "job", "x", attempt=0)
+    assert not Signal.objects.exists()
 
 
 def test_a_task_reached_again_after_continue_as_new_in_the_same_tick(workflow_clock, define):
