@@ -8,7 +8,8 @@ id, whose payload names the task, the attempt and the time the wait was reached)
 attempt failed (the dispatch raised, fail_task(), the timeout) and the policy retries, the
 backoff `$task:<name>#<n>:retry`. The client records the signal only while that wait is
 pending and its deadline has not passed, so a late or repeated completion is refused, never
-lost in the store.
+lost in the store. retry() marks the entry of the attempt the task gave up at (GIVEN_BACK):
+the next attempt follows at once, and the policy counts from it.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from ..durations import Duration, parse_duration
 from ..jsonvalues import UnstorableValueError
 from ..models import JOURNAL_NAME_LENGTH
 from ..retries import default_retry
-from ..store.addressed import TASK_PREFIX, TASK_SIGNAL
+from ..store.addressed import GIVEN_BACK, TASK_PREFIX, TASK_SIGNAL
 from . import journal
 from .approvals import addressed_to, completed_before
 from .stepcontext import StepContext
@@ -71,6 +72,8 @@ def task(
     limit = None if timeout is None else parse_duration(timeout, f'Task "{name}" timeout')
     policy = default_retry().merged(retry, f'Task "{name}" retry')
     attempt = 1
+    # The attempts before the ones retry() gave back: the policy counts from there.
+    given_back = 0
     while True:
         entry = f"{TASK_PREFIX}{name}#{attempt}"
         failure = _dispatch(x, name, entry, dispatch, attempt)
@@ -96,22 +99,29 @@ def task(
                 )
             else:
                 error = TaskFailedError(str(report.get("message", "")))
+            failed_entry = entry
         else:
-            error = failure.error
+            error, failed_entry = failure.error, f"{entry}:dispatch"
+        if _given_back(x, failed_entry):
+            # retry() gave the task its attempts back after this one: dispatch again at once.
+            given_back = attempt
+            attempt += 1
+            continue
+        counted = attempt - given_back
         if failure is not None and failure.replayed:
             # The decision the run that journaled the failure took: its backoff, if any.
             gives_up = not _reached(x, f"{entry}:retry")
         else:
             gives_up = (failure is not None and failure.unstorable) or policy.gives_up(
-                attempt, error
+                counted, error
             )
         if gives_up:
             if not replayed:
                 _failed_event(x, name, attempt, error, None)
             if failure is not None:
-                raise failure.gave_up(name, attempt)
-            raise journal.step_failed(name, attempt, error)
-        delay = policy.wait_before(attempt, error)  # journaled by the backoff's sleep
+                raise failure.gave_up(name, counted)
+            raise journal.step_failed(name, counted, error)
+        delay = policy.wait_before(counted, error)  # journaled by the backoff's sleep
         if not replayed:
             _failed_event(x, name, attempt, error, x.now() + delay)
         sleep(x, f"{entry}:retry", TimerCondition(delay, None))
@@ -174,6 +184,12 @@ def _dispatch(
         )
         return _Failure(raised, False, unstorable, failed)
     return None
+
+
+def _given_back(x: Runtime, name: str) -> bool:
+    """Whether retry() gave the task its attempts back after the failed entry `name`."""
+    with x._lock:
+        return bool(x.journal.get(name, {}).get(GIVEN_BACK))
 
 
 def _reached(x: Runtime, name: str) -> bool:

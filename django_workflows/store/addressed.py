@@ -19,6 +19,9 @@ from .signals import record_signal
 BREAKPOINT_SIGNAL = "$breakpoint"  # payload {"name", "at", "generation"}
 TASK_SIGNAL = "$task"  # payload {"task", "attempt", "at", "generation", ...}
 TASK_PREFIX = "$task:"  # a task attempt's wait: "$task:<name>#<attempt>"
+# The field retry() sets on the entry of the attempt a task gave up at (its wait, or its
+# dispatch when that raised): the task's next attempt is dispatched at once, counted from 1.
+GIVEN_BACK = "attempts_back"
 
 
 @dataclass(frozen=True)

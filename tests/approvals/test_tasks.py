@@ -305,6 +305,78 @@ def test_a_bad_attempt_is_refused(workflow_clock, attempts):
     assert not Signal.objects.exists()
 
 
+def test_retry_gives_a_task_that_gave_up_its_attempts_back(workflow_clock, attempts):
+    wf.start("attempts", 2, id="r1")
+    wf.drain()
+    wf.fail_task("r1", "job", "busy")
+    wf.drain()
+    workflow_clock.advance("10s")
+    wf.drain()
+    wf.fail_task("r1", "job", "busy again")
+    wf.drain()
+    assert wf.get_status("r1").status == "failed"
+    wf.retry("r1")
+    wf.drain()
+    assert wf.get_status("r1").status == "suspended"
+    assert attempts == [1, 2, 3]  # dispatched again at once
+    with pytest.raises(wf.WorkflowStateError, match="attempt 2"):
+        wf.complete_task("r1", "job", "stale", attempt=2)
+    wf.fail_task("r1", "job", "busy a third time", attempt=3)
+    wf.drain()
+    workflow_clock.advance("10s")
+    wf.drain()
+    assert attempts == [1, 2, 3, 4]  # the policy's two attempts, counted from the retry
+    wf.complete_task("r1", "job", "done", attempt=4)
+    wf.drain()
+    assert wf.get_status("r1").output == "done"
+
+
+def test_retry_gives_a_timed_out_task_its_attempts_back(workflow_clock, define):
+    dispatched = []
+
+    @define("slow")
+    def slow(ctx, input):
+        return ctx.task("job", lambda step: dispatched.append(step.attempt), timeout="1m", retry=1)
+
+    wf.start("slow", id="r2")
+    wf.drain()
+    workflow_clock.advance("1m")
+    wf.drain()
+    assert wf.get_status("r2").error["cause"]["name"] == "StepTimeoutError"
+    wf.retry("r2")
+    wf.drain()
+    assert dispatched == [1, 2]
+    wf.complete_task("r2", "job", "done")
+    wf.drain()
+    assert wf.get_status("r2").output == "done"
+
+
+def test_retry_gives_a_task_whose_dispatch_gave_up_its_attempts_back(workflow_clock, define):
+    calls = []
+
+    def broken(step):
+        calls.append(step.attempt)
+        if len(calls) < 3:
+            raise ConnectionError("queue down")
+
+    @define("broken-dispatch")
+    def broken_dispatch(ctx, input):
+        return ctx.task("job", broken, retry=1)
+
+    wf.start("broken-dispatch", id="r3")
+    wf.drain()
+    assert wf.get_status("r3").status == "failed"
+    wf.retry("r3")
+    wf.drain()
+    assert wf.get_status("r3").status == "failed"
+    wf.retry("r3")
+    wf.drain()
+    assert calls == [1, 2, 3]
+    wf.complete_task("r3", "job", "done", attempt=3)
+    wf.drain()
+    assert wf.get_status("r3").output == "done"
+
+
 def test_a_task_reached_again_after_continue_as_new_in_the_same_tick(workflow_clock, define):
     @define("task-loop")
     def task_loop(ctx, input):
@@ -322,3 +394,35 @@ def test_a_task_reached_again_after_continue_as_new_in_the_same_tick(workflow_cl
     wf.complete_task("g1", "job", "second")  # the clock has not moved
     wf.drain()
     assert wf.get_status("g1").output == "second"
+
+
+def test_retry_runs_a_dispatch_its_run_stopped_in_as_the_same_attempt(workflow_clock, define):
+    from django_workflows.models import JournalEntry
+
+    dispatched = []
+
+    @define("stopped")
+    def stopped(ctx, input):
+        return ctx.task("job", lambda step: dispatched.append(step.attempt))
+
+    wf.start("stopped", id="r4", timeout="1h")
+    wf.drain()
+    wf.fail_task("r4", "job", "busy", attempt=1)
+    wf.drain()
+    workflow_clock.advance("10s")
+    wf.drain()
+    assert dispatched == [1, 2]
+    # As a worker that died in attempt 2's dispatch leaves the journal: the step running.
+    JournalEntry.objects.filter(instance_id="r4", name="$task:job#2").delete()
+    row = JournalEntry.objects.get(instance_id="r4", name="$task:job#2:dispatch")
+    row.document = {**row.document, "status": "running", "result": None}
+    row.save()
+    workflow_clock.advance("1h")
+    wf.drain()
+    assert wf.get_status("r4").error["name"] == "WorkflowTimeoutError"
+    wf.retry("r4", timeout=None)
+    wf.drain()
+    assert dispatched == [1, 2, 2]  # attempt 2 dispatched again, as attempt 2
+    wf.complete_task("r4", "job", "done", attempt=2)
+    wf.drain()
+    assert wf.get_status("r4").output == "done"
