@@ -71,10 +71,13 @@ def resume(id: str, name: str | None = None, *, using: str | None = None) -> str
             name = name if name is not None else names[0]
             doc = pending.entries[name]
             payload = {"name": name, "at": doc.get("started_at")}
+            if pending.generation:
+                payload["generation"] = pending.generation
             if not addressed.record(
                 using,
                 signal=addressed.BREAKPOINT_SIGNAL,
                 id=id,
+                generation=pending.generation,
                 entry=name,
                 doc=doc,
                 payload=payload,
@@ -90,30 +93,47 @@ def resume(id: str, name: str | None = None, *, using: str | None = None) -> str
     return name
 
 
-def complete_task(id: str, name: str, result: Any = None, *, using: str | None = None) -> None:
+def complete_task(
+    id: str,
+    name: str,
+    result: Any = None,
+    *,
+    attempt: int | None = None,
+    using: str | None = None,
+) -> None:
     """Report the external task `name` done with `result` (JSON), which ctx.task() returns.
-    Joins the caller's transaction.
+    With `attempt` (the `step.attempt` its dispatch received), only that attempt may take the
+    report. Joins the caller's transaction.
 
     Raises WorkflowNotFoundError for an unknown id; WorkflowStateError, storing nothing, when
-    the instance is not waiting for that task (not dispatched yet, timed out, completed or
-    failed already, finished); TypeError for a result that is not JSON, TypeError or
-    ValueError for a bad id or name or a result too large.
+    the instance is not waiting for that task, or for that attempt of it (not dispatched yet,
+    timed out, completed or failed already, finished); TypeError for a result that is not
+    JSON, TypeError or ValueError for a bad id, name or attempt or a result too large.
     """
     _check(id, name, "task")
+    _check_attempt(attempt)
     using = database_alias(using)
     value = to_json(result, f'The result of task "{name}"', using=using)
-    _report(id, name, {"outcome": "completed", "result": value}, using)
+    _report(id, name, attempt, {"outcome": "completed", "result": value}, using)
 
 
-def fail_task(id: str, name: str, message: str, *, using: str | None = None) -> None:
+def fail_task(
+    id: str,
+    name: str,
+    message: str,
+    *,
+    attempt: int | None = None,
+    using: str | None = None,
+) -> None:
     """Report the external task `name` failed: ctx.task() retries it like a failed step (its
-    dispatch runs again), or raises StepFailedError with `message` once the policy gives up.
-    Joins the caller's transaction.
+    dispatch runs again, as the next attempt), or raises StepFailedError with `message` once
+    the policy gives up. With `attempt`, as complete_task(). Joins the caller's transaction.
 
     Raises as complete_task() does, and TypeError or ValueError for a message that is not a
     string or is too long.
     """
     _check(id, name, "task")
+    _check_attempt(attempt)
     if not isinstance(message, str):
         raise TypeError(f"message must be a string, not {type(message).__name__}.")
     if len(message) > MAX_MESSAGE:
@@ -121,13 +141,28 @@ def fail_task(id: str, name: str, message: str, *, using: str | None = None) -> 
             f"message is {len(message)} characters long; the most it can be is {MAX_MESSAGE}."
         )
     check_text("message", message)
-    _report(id, name, {"outcome": "failed", "message": message}, using)
+    _report(id, name, attempt, {"outcome": "failed", "message": message}, using)
 
 
-def _report(id: str, name: str, outcome: dict[str, Any], using: str | None) -> None:
+def _check_attempt(attempt: Any) -> None:
+    """TypeError or ValueError for an `attempt` that is not None or a positive integer."""
+    if attempt is None:
+        return
+    if not isinstance(attempt, int) or isinstance(attempt, bool):
+        raise TypeError(
+            f"attempt must be an integer (the step.attempt the dispatch received), not "
+            f"{type(attempt).__name__}."
+        )
+    if attempt < 1:
+        raise ValueError(f"attempt must be 1 or more (attempts count from 1), not {attempt}.")
+
+
+def _report(
+    id: str, name: str, attempt: int | None, outcome: dict[str, Any], using: str | None
+) -> None:
     using = database_alias(using)
     check_key("id", id, using)
-    attempt = re.compile(re.escape(f"{addressed.TASK_PREFIX}{name}#") + r"([0-9]+)")
+    numbered = re.compile(re.escape(f"{addressed.TASK_PREFIX}{name}#") + r"([0-9]+)")
     with transaction.atomic(using=using, savepoint=False):
         pending = addressed.lock_and_read(using, id, "task")
         refusal = _refusal(
@@ -139,7 +174,7 @@ def _report(id: str, name: str, outcome: dict[str, Any], using: str | None) -> N
         waiting = [
             (entry, int(found.group(1)))
             for entry in pending.entries
-            if (found := attempt.fullmatch(entry))
+            if (found := numbered.fullmatch(entry))
         ]
         if refusal is None and not waiting:
             refusal = f"Instance {id!r} is not waiting for task {name!r}."
@@ -148,16 +183,28 @@ def _report(id: str, name: str, outcome: dict[str, Any], using: str | None) -> N
             doc = pending.entries[entry]
             now = clock.now()
             deadline = (doc.get("deadlines") or {}).get("timeout")
+            if attempt is not None and attempt != number:
+                refusal = (
+                    f"Task {name!r} of instance {id!r} waits for attempt {number}, not for "
+                    f"attempt {attempt}: the report is for another attempt."
+                )
             # Past the deadline the timer wins the wait (the engine's rule): refuse, not lose.
-            if deadline is not None and now >= datetime.fromisoformat(deadline):
+            elif deadline is not None and now >= datetime.fromisoformat(deadline):
                 refusal = f"Task {name!r} of instance {id!r} timed out (attempt {number})."
             elif not addressed.record(
                 using,
                 signal=addressed.TASK_SIGNAL,
                 id=id,
+                generation=pending.generation,
                 entry=entry,
                 doc=doc,
-                payload={"task": name, "attempt": number, "at": doc.get("started_at"), **outcome},
+                payload={
+                    "task": name,
+                    "attempt": number,
+                    "at": doc.get("started_at"),
+                    **({"generation": pending.generation} if pending.generation else {}),
+                    **outcome,
+                },
                 now=now,
             ):
                 refusal = (

@@ -21,6 +21,7 @@ from .results import InstanceStatus, PurgeResult
 from .store import instances as store
 from .store import maintenance, payloads
 from .store import workers as worker_registry
+from .store.addressed import GIVEN_BACK, TASK_PREFIX
 from .store.signals import record_signal
 
 UNSET: Any = object()
@@ -69,8 +70,15 @@ def retry(id: str, *, timeout: Duration | None = UNSET, using: str | None = None
     entries: dict[str, dict[str, Any]] = {}
     drop: list[str] = []
     loaded = store.load_journal(using, id)
+    error = row.error or {}
     for name, doc in loaded:
         kind, status = doc.get("kind"), doc.get("status")
+        if kind == "step" and _is_dispatch(name):
+            # A task's attempt: one its run stopped in runs again as the same attempt; one
+            # that raised is given back below, as its task's.
+            if row.status == Status.FAILED and status == journal.CANCELLED:
+                entries[name] = {**_attempts_back(doc), "attempt": (doc.get("attempt") or 1) - 1}
+            continue
         if row.status == Status.FAILED:
             if kind == "compensation":
                 raise WorkflowStateError(
@@ -85,7 +93,8 @@ def retry(id: str, *, timeout: Duration | None = UNSET, using: str | None = None
                 drop.append(name)  # sleeps and waits it left start over, a child's end's too
         elif kind == "compensation" and status != journal.COMPLETED:
             entries[name] = _attempts_back(doc)
-    error = row.error or {}
+    if row.status == Status.FAILED and isinstance(error.get("step"), str):
+        entries.update(_task_attempts_back(loaded, error["step"]))
     past_deadline = row.deadline is not None and row.deadline <= now
     if (
         row.status == Status.FAILED
@@ -148,6 +157,37 @@ def _attempts_back(doc: dict[str, Any]) -> dict[str, Any]:
         "finished_at": None,
         "error": doc.get("error"),
     }
+
+
+def _is_dispatch(name: str) -> bool:
+    return name.startswith(TASK_PREFIX) and name.endswith(":dispatch")
+
+
+def _task_attempts_back(
+    loaded: list[tuple[str, dict[str, Any]]], task: str
+) -> dict[str, dict[str, Any]]:
+    """The entry of the last attempt of the task `task` (if the instance failed at a task
+    of that name), marked so that ctx.task() dispatches the next attempt at once and its
+    policy counts from there: its dispatch when that raised, else its wait."""
+    prefix = f"{TASK_PREFIX}{task}#"
+    last: dict[int, dict[str, tuple[str, dict[str, Any]]]] = {}
+    for name, doc in loaded:
+        if not name.startswith(prefix):
+            continue
+        number, _, suffix = name[len(prefix) :].partition(":")
+        if number.isdigit():
+            last.setdefault(int(number), {})[suffix] = (name, doc)
+    if not last:
+        return {}
+    attempt = last[max(last)]
+    dispatch, wait = attempt.get("dispatch"), attempt.get("")
+    if dispatch is not None and dispatch[1].get("status") == journal.FAILED:
+        name, doc = dispatch
+    elif wait is not None and wait[1].get("status") == journal.COMPLETED and "retry" not in attempt:
+        name, doc = wait
+    else:
+        return {}
+    return {name: {**doc, GIVEN_BACK: True}}
 
 
 def delete(id: str, *, force: bool = False, using: str | None = None) -> bool:

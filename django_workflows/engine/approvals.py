@@ -21,16 +21,17 @@ if TYPE_CHECKING:
 
 def addressed_to(x: Runtime, entry: str, **fields: Any) -> Any:
     """A signal condition's match: the payload names this entry's arrival (`at`, the time the
-    entry was reached, as journaled) and carries `fields`."""
+    entry was reached, as journaled, in this run's `generation`) and carries `fields`."""
+    generation = x.instance.generation
 
     def match(payload: Any) -> bool:
         if not isinstance(payload, dict):
             return False
         with x._lock:
             reached = x.journal.get(entry, {}).get("started_at")
-        return payload.get("at") == reached and all(
-            payload.get(key) == value for key, value in fields.items()
-        )
+        return (
+            payload.get("at") == reached and payload.get("generation", 0) == generation
+        ) and all(payload.get(key) == value for key, value in fields.items())
 
     return match
 

@@ -32,7 +32,9 @@ class StepContext:
         reason: BaseException | None = None,
         *,
         atomic: bool = False,
+        key: str | None = None,
     ):
+        key_name = key
         self._execution = execution
         self._name = name
         self._entry_name = entry_name
@@ -43,7 +45,8 @@ class StepContext:
         # A run after ctx.continue_as_new() has keys of its own: next month's "ship" step is
         # not last month's, which the carrier has seen under the same name.
         key = run_key(key, execution.instance.generation)
-        self.idempotency_key = f"{key}:{entry_name}"
+        # A task's dispatch (journaled per attempt) has the task's name as its key.
+        self.idempotency_key = f"{key}:{entry_name if key_name is None else key_name}"
         self.attempt = attempt
         self.progress = progress
         self.reason = reason

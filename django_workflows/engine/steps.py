@@ -83,11 +83,16 @@ def step(
     compensate: Callable[[Any, StepContext], Any] | None,
     compensate_retry: Any,
     atomic: Any = False,
+    first_attempt: int = 1,
+    key: str | None = None,
 ) -> Any:
     """ctx.step(): its journaled result, or its function run (and retried) and its result
     journaled. WorkflowDefinitionError for a missing name or function, or one that takes other
     arguments; ValueError for a name too long for a compensation's entry or a bad duration;
-    StepFailedError once it gives up."""
+    StepFailedError once it gives up.
+
+    A task's dispatch passes `first_attempt` (the task's attempt: the number its step.attempt
+    starts at) and `key` (the name its idempotency key is built from, instead of `name`)."""
     name = journal.check_name(name, "step")
     if not callable(fn):
         raise errors.WorkflowDefinitionError(f'Step "{name}" needs a function, got {fn!r}.')
@@ -131,7 +136,7 @@ def step(
         if x.gate.enter_step():
             raise x.interrupted(Suspend())
         try:
-            attempt = (entry.get("attempt") or 0) + 1 if entry is not None else 1
+            attempt = (entry.get("attempt") or 0) + 1 if entry is not None else first_attempt
             progress = entry.get("progress") if entry is not None else None
             if (
                 entry is not None
@@ -172,7 +177,7 @@ def step(
                 x.check_interrupts(name, entry)
             with x._lock:
                 x.keep(name, running)
-            step = StepContext(x, name, name, attempt, progress, atomic=atomic)
+            step = StepContext(x, name, name, attempt, progress, atomic=atomic, key=key)
             try:
                 with atomic_steps.attempt(x, atomic):
                     call: Callable[[], Any] = lambda step=step: fn(step)  # type: ignore[misc]  # noqa: E731

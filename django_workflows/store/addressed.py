@@ -15,18 +15,24 @@ from ..models import FINISHED, JournalEntry, WorkflowInstance
 from .backends import backend
 from .signals import record_signal
 
-BREAKPOINT_SIGNAL = "$breakpoint"  # keyed by the instance id; payload {"name", "at"}
-TASK_SIGNAL = "$task"  # keyed by the instance id; payload {"task", "attempt", "at", ...}
+# Both keyed by the instance id; "generation" is in the payload of a run after continue_as_new().
+BREAKPOINT_SIGNAL = "$breakpoint"  # payload {"name", "at", "generation"}
+TASK_SIGNAL = "$task"  # payload {"task", "attempt", "at", "generation", ...}
 TASK_PREFIX = "$task:"  # a task attempt's wait: "$task:<name>#<attempt>"
+# The field retry() sets on the entry of the attempt a task gave up at (its wait, or its
+# dispatch when that raised): the task's next attempt is dispatched at once, counted from 1.
+GIVEN_BACK = "attempts_back"
 
 
 @dataclass(frozen=True)
 class Pending:
-    """The pending entries of `kind` of an instance, by name, with their documents; `status`
-    is None for an unknown instance."""
+    """The pending entries of `kind` of an instance, by name, with their documents, and the
+    instance's generation (its restarts by ctx.continue_as_new()); `status` is None for an
+    unknown instance."""
 
     status: str | None
     entries: dict[str, dict[str, Any]]
+    generation: int = 0
 
     @property
     def finished(self) -> bool:
@@ -42,15 +48,16 @@ def lock_and_read(using: str, id: str, kind: str) -> Pending:
     committed last, also on MySQL's REPEATABLE READ.
     """
     backend(using).lock_signals(shared=False)
-    status = (
+    row = (
         WorkflowInstance.objects.using(using)
         .filter(pk=id)
         .select_for_update()
-        .values_list("status", flat=True)
+        .values_list("status", "generation")
         .first()
     )
-    if status is None:
+    if row is None:
         return Pending(None, {})
+    status, generation = row
     rows = (
         JournalEntry.objects.using(using)
         .filter(instance_id=id)
@@ -63,7 +70,7 @@ def lock_and_read(using: str, id: str, kind: str) -> Pending:
         for name, doc in rows
         if isinstance(doc, dict) and doc.get("kind") == kind and doc.get("status") == "pending"
     }
-    return Pending(status, entries)
+    return Pending(status, entries, generation)
 
 
 def timed_out(doc: dict[str, Any], now: datetime) -> bool:
@@ -92,10 +99,12 @@ def timed_out_wait(using: str, id: str, signal: str, key: str | None, now: datet
     return None
 
 
-def delivery_id(id: str, entry: str, started_at: str | None) -> str:
+def delivery_id(id: str, generation: int, entry: str, started_at: str | None) -> str:
     """The dedupe id of the one signal that may resume the entry `entry` reached at
-    `started_at`: a second one before the instance moves on is stored once."""
-    text = json.dumps([id, entry, started_at])
+    `started_at` in the run `generation`: a second one before the instance moves on is stored
+    once. The generation tells apart a run after ctx.continue_as_new() that reaches the same
+    entry at the same time (a clock that did not move)."""
+    text = json.dumps([id, entry, started_at] + ([generation] if generation else []))
     return "$at:" + hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -104,19 +113,20 @@ def record(
     *,
     signal: str,
     id: str,
+    generation: int,
     entry: str,
     doc: dict[str, Any],
     payload: Any,
     now: datetime,
 ) -> bool:
-    """Record the signal that resumes `entry` of instance `id` (the lock held by
-    lock_and_read()); False when one was recorded for it before."""
+    """Record the signal that resumes `entry` of instance `id` in the run `generation` (the
+    lock held by lock_and_read()); False when one was recorded for it before."""
     with transaction.atomic(using=using, savepoint=False):
         recorded = record_signal(
             using,
             name=signal,
             key=id,
-            dedupe_id=delivery_id(id, entry, doc.get("started_at")),
+            dedupe_id=delivery_id(id, generation, entry, doc.get("started_at")),
             payload=payload,
             now=now,
             locked=True,

@@ -167,3 +167,22 @@ def test_a_bad_breakpoint_name_fails_the_definition(workflow_clock, define):
     status = wf.get_status("nameless")
     assert status.status == "failed"
     assert "breakpoint needs a non-empty name" in status.error["message"]
+
+
+def test_a_breakpoint_reached_again_after_continue_as_new_in_the_same_tick(workflow_clock, define):
+    @define("looping")
+    def looping(ctx, input):
+        ctx.breakpoint("approve")
+        if input is None:
+            ctx.continue_as_new("again")
+        return ctx.generation
+
+    wf.start("looping", id="g1")
+    wf.drain()
+    assert wf.resume("g1") == "approve"
+    wf.drain()
+    assert wf.get_status("g1").generation == 1
+    assert wf.get_status("g1").status == "suspended"
+    assert wf.resume("g1") == "approve"  # the clock has not moved
+    wf.drain()
+    assert wf.get_status("g1").output == 1

@@ -87,7 +87,7 @@ def test_fail_task_retries_with_a_new_dispatch_then_fails_like_a_step(workflow_c
     assert wf.get_status("t5").status == "suspended"  # the retry's backoff
     workflow_clock.advance("10s")
     wf.drain()
-    assert len(sent) == 2 and sent[0] != sent[1]  # dispatched again, with a new key
+    assert sent == ["t5:virus-scan", "t5:virus-scan"]  # dispatched again, the key stable
     with pytest.raises(wf.WorkflowStateError, match="not waiting"):
         wf.fail_task("t5", "other", "x")
     wf.fail_task("t5", "virus-scan", "scanner crashed again")
@@ -159,8 +159,10 @@ def test_a_dispatch_that_raises_is_retried_as_a_step(workflow_clock, define):
     wf.drain()
     workflow_clock.advance("10s")
     wf.drain()
-    assert calls == [1, 2]
-    wf.complete_task("t8", "job", 5)
+    assert calls == [1, 2]  # the second dispatch is the task's attempt 2
+    with pytest.raises(wf.WorkflowStateError, match="attempt 1"):
+        wf.complete_task("t8", "job", 4, attempt=1)
+    wf.complete_task("t8", "job", 5, attempt=2)
     wf.drain()
     assert wf.get_status("t8").output == 5
 
@@ -235,3 +237,192 @@ def test_a_refused_report_stores_nothing_inside_the_callers_transaction(workflow
             wf.complete_task("tx", "virus-scan", 1)
         wf.signal("unrelated")
     assert list(Signal.objects.values_list("name", flat=True)) == ["unrelated"]
+
+
+def test_the_dispatch_key_is_the_instance_id_and_the_task_name(workflow_clock, sent):
+    wf.start("scan", id="key")
+    wf.drain()
+    assert sent == ["key:virus-scan"]
+
+
+@pytest.fixture
+def attempts(define):
+    """The step.attempt of each dispatch of workflow "attempts", in order."""
+    seen: list[int] = []
+
+    @define("attempts")
+    def attempts(ctx, input):
+        return ctx.task("job", lambda step: seen.append(step.attempt), retry=input or 3)
+
+    return seen
+
+
+def test_each_dispatch_after_a_failed_report_is_the_next_attempt(workflow_clock, attempts):
+    wf.start("attempts", id="n1")
+    wf.drain()
+    wf.fail_task("n1", "job", "busy", attempt=1)
+    wf.drain()
+    workflow_clock.advance("10s")
+    wf.drain()
+    assert attempts == [1, 2]
+    wf.fail_task("n1", "job", "busy again", attempt=2)
+    wf.drain()
+    workflow_clock.advance("10s")
+    wf.drain()
+    assert attempts == [1, 2, 3]
+    wf.complete_task("n1", "job", "done", attempt=3)
+    wf.drain()
+    assert wf.get_status("n1").output == "done"
+
+
+def test_a_report_for_another_attempt_is_refused(workflow_clock, attempts):
+    wf.start("attempts", id="n2")
+    wf.drain()
+    with pytest.raises(wf.WorkflowStateError, match="attempt 2"):
+        wf.complete_task("n2", "job", "early", attempt=2)
+    wf.fail_task("n2", "job", "busy", attempt=1)
+    wf.drain()
+    workflow_clock.advance("10s")
+    wf.drain()
+    # Attempt 1's failure, delivered again, does not fail attempt 2.
+    with pytest.raises(wf.WorkflowStateError, match="attempt 1"):
+        wf.fail_task("n2", "job", "busy", attempt=1)
+    with pytest.raises(wf.WorkflowStateError, match="attempt 1"):
+        wf.complete_task("n2", "job", "stale", attempt=1)
+    assert Signal.objects.count() == 1
+    wf.complete_task("n2", "job", "done", attempt=2)
+    wf.drain()
+    assert wf.get_status("n2").output == "done"
+
+
+def test_a_bad_attempt_is_refused(workflow_clock, attempts):
+    wf.start("attempts", id="n3")
+    wf.drain()
+    with pytest.raises(TypeError, match="attempt"):
+        wf.complete_task("n3", "job", 1, attempt="1")
+    with pytest.raises(ValueError, match="attempt"):
+        wf.fail_task("n3", "job", "x", attempt=0)
+    assert not Signal.objects.exists()
+
+
+def test_retry_gives_a_task_that_gave_up_its_attempts_back(workflow_clock, attempts):
+    wf.start("attempts", 2, id="r1")
+    wf.drain()
+    wf.fail_task("r1", "job", "busy")
+    wf.drain()
+    workflow_clock.advance("10s")
+    wf.drain()
+    wf.fail_task("r1", "job", "busy again")
+    wf.drain()
+    assert wf.get_status("r1").status == "failed"
+    wf.retry("r1")
+    wf.drain()
+    assert wf.get_status("r1").status == "suspended"
+    assert attempts == [1, 2, 3]  # dispatched again at once
+    with pytest.raises(wf.WorkflowStateError, match="attempt 2"):
+        wf.complete_task("r1", "job", "stale", attempt=2)
+    wf.fail_task("r1", "job", "busy a third time", attempt=3)
+    wf.drain()
+    workflow_clock.advance("10s")
+    wf.drain()
+    assert attempts == [1, 2, 3, 4]  # the policy's two attempts, counted from the retry
+    wf.complete_task("r1", "job", "done", attempt=4)
+    wf.drain()
+    assert wf.get_status("r1").output == "done"
+
+
+def test_retry_gives_a_timed_out_task_its_attempts_back(workflow_clock, define):
+    dispatched = []
+
+    @define("slow")
+    def slow(ctx, input):
+        return ctx.task("job", lambda step: dispatched.append(step.attempt), timeout="1m", retry=1)
+
+    wf.start("slow", id="r2")
+    wf.drain()
+    workflow_clock.advance("1m")
+    wf.drain()
+    assert wf.get_status("r2").error["cause"]["name"] == "StepTimeoutError"
+    wf.retry("r2")
+    wf.drain()
+    assert dispatched == [1, 2]
+    wf.complete_task("r2", "job", "done")
+    wf.drain()
+    assert wf.get_status("r2").output == "done"
+
+
+def test_retry_gives_a_task_whose_dispatch_gave_up_its_attempts_back(workflow_clock, define):
+    calls = []
+
+    def broken(step):
+        calls.append(step.attempt)
+        if len(calls) < 3:
+            raise ConnectionError("queue down")
+
+    @define("broken-dispatch")
+    def broken_dispatch(ctx, input):
+        return ctx.task("job", broken, retry=1)
+
+    wf.start("broken-dispatch", id="r3")
+    wf.drain()
+    assert wf.get_status("r3").status == "failed"
+    wf.retry("r3")
+    wf.drain()
+    assert wf.get_status("r3").status == "failed"
+    wf.retry("r3")
+    wf.drain()
+    assert calls == [1, 2, 3]
+    wf.complete_task("r3", "job", "done", attempt=3)
+    wf.drain()
+    assert wf.get_status("r3").output == "done"
+
+
+def test_a_task_reached_again_after_continue_as_new_in_the_same_tick(workflow_clock, define):
+    @define("task-loop")
+    def task_loop(ctx, input):
+        result = ctx.task("job", lambda step: None)
+        if input is None:
+            ctx.continue_as_new("again")
+        return result
+
+    wf.start("task-loop", id="g1")
+    wf.drain()
+    wf.complete_task("g1", "job", "first")
+    wf.drain()
+    assert wf.get_status("g1").generation == 1
+    assert wf.get_status("g1").status == "suspended"
+    wf.complete_task("g1", "job", "second")  # the clock has not moved
+    wf.drain()
+    assert wf.get_status("g1").output == "second"
+
+
+def test_retry_runs_a_dispatch_its_run_stopped_in_as_the_same_attempt(workflow_clock, define):
+    from django_workflows.models import JournalEntry
+
+    dispatched = []
+
+    @define("stopped")
+    def stopped(ctx, input):
+        return ctx.task("job", lambda step: dispatched.append(step.attempt))
+
+    wf.start("stopped", id="r4", timeout="1h")
+    wf.drain()
+    wf.fail_task("r4", "job", "busy", attempt=1)
+    wf.drain()
+    workflow_clock.advance("10s")
+    wf.drain()
+    assert dispatched == [1, 2]
+    # As a worker that died in attempt 2's dispatch leaves the journal: the step running.
+    JournalEntry.objects.filter(instance_id="r4", name="$task:job#2").delete()
+    row = JournalEntry.objects.get(instance_id="r4", name="$task:job#2:dispatch")
+    row.document = {**row.document, "status": "running", "result": None}
+    row.save()
+    workflow_clock.advance("1h")
+    wf.drain()
+    assert wf.get_status("r4").error["name"] == "WorkflowTimeoutError"
+    wf.retry("r4", timeout=None)
+    wf.drain()
+    assert dispatched == [1, 2, 2]  # attempt 2 dispatched again, as attempt 2
+    wf.complete_task("r4", "job", "done", attempt=2)
+    wf.drain()
+    assert wf.get_status("r4").output == "done"
