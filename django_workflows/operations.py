@@ -52,8 +52,9 @@ def retry(id: str, *, timeout: Duration | None = UNSET, using: str | None = None
     """Run a `failed` instance again from its journal, or a `compensation_failed` one's
     compensations that did not complete. `timeout` sets a new run timeout from now (None: none).
 
-    Raises WorkflowNotFoundError for an unknown id, and WorkflowStateError for another status,
-    an instance whose compensations ran, or when another change races this one.
+    Raises WorkflowNotFoundError for an unknown id (also one deleted right after the retry
+    committed), and WorkflowStateError for another status, an instance whose compensations
+    ran, or when another change races this one.
     """
     using = database_alias(using)
     row = store.get_instance(using, id)
@@ -134,7 +135,10 @@ def retry(id: str, *, timeout: Duration | None = UNSET, using: str | None = None
         **{"from": row.status, "error": row.error},
     )
     result = get_status(id, using=using)
-    assert result is not None
+    if result is None:  # a delete() committed between the retry's commit and this read
+        raise WorkflowNotFoundError(
+            f"Instance {id!r} was deleted right after it was retried: it no longer exists."
+        )
     return result
 
 
