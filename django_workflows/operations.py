@@ -16,6 +16,7 @@ from .engine.children import close_children, end_signal
 from .errors import WorkflowNotFoundError, WorkflowStateError
 from .events import emit
 from .instances import wake_on_commit
+from .jsonvalues import check_lookup
 from .models import FINISHED, UNFINISHED, Status, WorkflowInstance
 from .results import InstanceStatus, PurgeResult
 from .store import instances as store
@@ -54,8 +55,10 @@ def retry(id: str, *, timeout: Duration | None = UNSET, using: str | None = None
 
     Raises WorkflowNotFoundError for an unknown id (also one deleted right after the retry
     committed), and WorkflowStateError for another status, an instance whose compensations
-    ran, or when another change races this one.
+    ran, or when another change races this one; ValueError for an id with a NUL or a lone
+    surrogate in it.
     """
+    check_lookup("The instance id", id)
     using = database_alias(using)
     row = store.get_instance(using, id)
     if row is None:
@@ -160,8 +163,10 @@ def delete(id: str, *, force: bool = False, using: str | None = None) -> bool:
     Returns True once deleted.
 
     Raises WorkflowNotFoundError for an unknown id, and WorkflowStateError for an unfinished
-    instance without `force` or when another change races this one.
+    instance without `force` or when another change races this one; ValueError for an id with
+    a NUL or a lone surrogate in it.
     """
+    check_lookup("The instance id", id)
     using = database_alias(using)
     row = store.get_instance(using, id)
     if row is None:

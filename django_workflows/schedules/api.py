@@ -19,6 +19,7 @@ from ..conf import database_alias
 from ..definitions import Schedule, Workflow, check_schedule_id, check_schedule_options
 from ..durations import Duration
 from ..errors import WorkflowNotFoundError, WorkflowStateError
+from ..jsonvalues import check_lookup
 from ..models import Status, WorkflowSchedule
 from ..registry import registry
 from ..results import StartResult
@@ -101,6 +102,7 @@ def _status(schedule: WorkflowSchedule) -> ScheduleStatus:
 
 
 def _stored(using: str, id: str) -> WorkflowSchedule:
+    check_lookup("The schedule id", id)
     schedule = store.get_schedule(using, id)
     if schedule is None:
         raise WorkflowNotFoundError(f"No schedule has the id {id!r}.")
@@ -199,7 +201,8 @@ def _keep_anchor(timing: timings.Timing, existing: WorkflowSchedule | None) -> t
 
 def get(id: str, *, using: str | None = None) -> ScheduleStatus | None:
     """The schedule, or None for an unknown id. Raises WorkflowPayloadError for an input the
-    CODEC setting cannot read."""
+    CODEC setting cannot read, ValueError for an id with a NUL or a lone surrogate in it."""
+    check_lookup("The schedule id", id)
     schedule = store.get_schedule(database_alias(using), id)
     return None if schedule is None else _status(store.decoded(schedule))
 
@@ -214,6 +217,7 @@ def list(
     """The schedules (of `workflow`, when given), by id; a page of them."""
     check_page(limit, offset)
     name = workflow.name if isinstance(workflow, Workflow) else workflow
+    check_lookup("The workflow name", name)
     rows = store.list_schedules(database_alias(using), workflow=name, limit=limit, offset=offset)
     return [_status(store.decoded(row)) for row in rows]
 
