@@ -278,14 +278,19 @@ def _set_paused(id: str, paused: bool, using: str | None) -> ScheduleStatus:
 def trigger(id: str, *, using: str | None = None) -> StartResult:
     """Start an occurrence now, whatever `overlap` says and even while the schedule is paused,
     with now as its time. Needs a process that registers the schedule's workflow (and version,
-    when the schedule pins one): raises WorkflowNotFoundError otherwise."""
+    when the schedule pins one): raises WorkflowNotFoundError otherwise, for an unknown id,
+    and when a delete() removed the occurrence's instance right after it started."""
     using = database_alias(using)
     schedule = store.decoded(_stored(using, id))
     now = clock.now()
     now = now.replace(microsecond=now.microsecond // 1000 * 1000)  # ids keep milliseconds
     instance_id, created = start_occurrence(using, schedule, now)
     status = get_status(instance_id, using=using)
-    assert status is not None
+    if status is None:  # a delete() committed between the start and this read
+        raise WorkflowNotFoundError(
+            f"The occurrence {instance_id!r} of schedule {id!r} was deleted right after it "
+            f"started: it no longer exists."
+        )
     return StartResult(status.id, status.workflow, status.version, created, Status(status.status))
 
 
