@@ -19,7 +19,7 @@ from . import clock
 from .conf import database_alias
 from .errors import WorkflowNotFoundError, WorkflowStateError
 from .instances import check_key, wake_on_commit
-from .jsonvalues import MAX_MESSAGE, check_text
+from .jsonvalues import MAX_MESSAGE, check_lookup, check_text
 from .store import addressed
 from .store.values import to_json
 
@@ -30,12 +30,14 @@ def _check(id: Any, name: Any, what: str, *, optional: bool = False) -> None:
         raise TypeError(f"id must be a string, not {type(id).__name__}.")
     if not id:
         raise ValueError("id must not be empty.")
+    check_lookup("id", id)
     if name is None and optional:
         return
     if not isinstance(name, str):
         raise TypeError(f"name must be a string, not {type(name).__name__}.")
     if not name:
         raise ValueError(f"name must name the {what}, not be empty.")
+    check_lookup("name", name)
 
 
 def resume(id: str, name: str | None = None, *, using: str | None = None) -> str:

@@ -30,6 +30,7 @@ from .instances import (
     start_instance,
     wake_on_commit,
 )
+from .jsonvalues import check_lookup
 from .models import TAG_LENGTH, Status
 from .registry import registry
 from .results import CancelResult, InstanceStatus, SignalResult, StartResult
@@ -147,8 +148,10 @@ def signal(
 def get_status(
     id: str, *, journal: bool = False, children: bool = False, using: str | None = None
 ) -> InstanceStatus | None:
-    """The instance with its waits (and its journal, and its children), or None for an unknown id.
-    The journal is the workflow's own entries: not the engine's bookkeeping (BOOKKEEPING_KINDS)."""
+    """The instance with its waits (and its journal, and its children), or None for an unknown
+    id; ValueError for an id with a NUL or a lone surrogate in it. The journal is the workflow's
+    own entries: not the engine's bookkeeping (BOOKKEEPING_KINDS)."""
+    check_lookup("The instance id", id)
     using = database_alias(using)
     row = store.get_instance(using, id)
     if row is None:
@@ -210,6 +213,10 @@ def list_instances(
     """
     using = database_alias(using)
     check_key("tag", tag, using, TAG_LENGTH)
+    check_lookup("parent_id", parent_id)
+    check_lookup("schedule_id", schedule_id)
+    check_lookup("queue", queue)
+    check_lookup("The workflow name", workflow)
     conditions = attribute_conditions(attributes) if attributes is not None else None
     statuses = [status] if isinstance(status, str) else list(status) if status else None
     for value in statuses or []:
@@ -292,6 +299,7 @@ def result(id: str, *, timeout: Duration | None = None, using: str | None = None
     instance's error as `cause`) for one that failed or was cancelled, and
     WorkflowResultTimeoutError past `timeout` (wall-clock; the instance keeps running).
     """
+    check_lookup("The instance id", id)
     using = database_alias(using)
     limit = None if timeout is None else parse_duration(timeout, "timeout").total_seconds()
     started = time.monotonic()

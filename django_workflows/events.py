@@ -59,7 +59,14 @@ _DEBUG = {
     "attributes-set",
     "patch-marked",
 }
-_UNLOGGED = ("output", "value")  # payloads: large, and a codec keeps them out of the logs too
+PAYLOAD_DATA: dict[str, frozenset[str]] = {
+    "workflow-completed": frozenset({"output"}),
+    "value-set": frozenset({"value"}),
+    "custom-status": frozenset({"status"}),
+}
+"""The `data` keys of each event type that hold a payload (large, and encrypted at rest by a
+codec): left out of the logs and of OpenTelemetry's span events, kept for receivers."""
+_NO_PAYLOAD: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -94,9 +101,8 @@ def emit(
     event = WorkflowEvent(type=type, id=id, workflow=workflow, version=version, at=at, data=data)
     level = _level(type)
     if logger.isEnabledFor(level):
-        details = " ".join(
-            f"{key}={value!r}" for key, value in data.items() if key not in _UNLOGGED
-        )
+        payloads = PAYLOAD_DATA.get(type, _NO_PAYLOAD)
+        details = " ".join(f"{key}={value!r}" for key, value in data.items() if key not in payloads)
         logger.log(level, "%s %s (%s@%s) %s", type, id, workflow, version, details)
     for receiver, response in workflow_event.send_robust(sender=WorkflowEvent, event=event):
         if isinstance(response, Exception):

@@ -21,7 +21,7 @@ from .conf import database_alias
 from .definitions import Workflow, check_priority, check_queue
 from .durations import Duration, parse_duration
 from .errors import WorkflowIdConflictError, WorkflowNotFoundError
-from .jsonvalues import MAX_MESSAGE, check_text
+from .jsonvalues import MAX_MESSAGE, check_lookup, check_text
 from .middleware import headers_entry, start_headers
 from .models import KEY_LENGTH, Status, WorkflowInstance
 from .results import CancelResult, InstanceStatus, JournalEntry, StartResult, StepLog, Wait
@@ -283,8 +283,10 @@ def request_cancel(
 
     `accepted` is False when it had ended, was compensating, or a cancel or terminate was
     requested before. Raises WorkflowNotFoundError for an unknown id, TypeError or ValueError
-    for a reason that is not a string or is too long.
+    for a reason that is not a string or is too long, ValueError for an id with a NUL or a lone
+    surrogate in it.
     """
+    check_lookup("The instance id", id)
     using = database_alias(using)
     if reason is not None:
         if not isinstance(reason, str):

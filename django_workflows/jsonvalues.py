@@ -98,6 +98,14 @@ def check_text(what: str, value: str) -> None:
             ) from None
 
 
+def check_lookup(what: str, value: Any) -> None:
+    """Refuse (UnstorableValueError) a NUL or a lone surrogate in an id, name or key that a call
+    looks up: no row holds one, and PostgreSQL refuses it in the query itself. A value that is
+    not a string is left to the call."""
+    if isinstance(value, str):
+        check_text(what, value)
+
+
 MAX_MESSAGE = 65_536
 """The most characters of an error message or a cancel reason the engine stores."""
 

@@ -16,6 +16,7 @@ from .engine.children import close_children, end_signal
 from .errors import WorkflowNotFoundError, WorkflowStateError
 from .events import emit
 from .instances import wake_on_commit
+from .jsonvalues import check_lookup
 from .models import FINISHED, UNFINISHED, Status, WorkflowInstance
 from .results import InstanceStatus, PurgeResult
 from .store import instances as store
@@ -53,9 +54,12 @@ def retry(id: str, *, timeout: Duration | None = UNSET, using: str | None = None
     """Run a `failed` instance again from its journal, or a `compensation_failed` one's
     compensations that did not complete. `timeout` sets a new run timeout from now (None: none).
 
-    Raises WorkflowNotFoundError for an unknown id, and WorkflowStateError for another status,
-    an instance whose compensations ran, or when another change races this one.
+    Raises WorkflowNotFoundError for an unknown id (also one deleted right after the retry
+    committed), and WorkflowStateError for another status, an instance whose compensations
+    ran, or when another change races this one; ValueError for an id with a NUL or a lone
+    surrogate in it.
     """
+    check_lookup("The instance id", id)
     using = database_alias(using)
     row = store.get_instance(using, id)
     if row is None:
@@ -143,7 +147,10 @@ def retry(id: str, *, timeout: Duration | None = UNSET, using: str | None = None
         **{"from": row.status, "error": row.error},
     )
     result = get_status(id, using=using)
-    assert result is not None
+    if result is None:  # a delete() committed between the retry's commit and this read
+        raise WorkflowNotFoundError(
+            f"Instance {id!r} was deleted right after it was retried: it no longer exists."
+        )
     return result
 
 
@@ -196,8 +203,10 @@ def delete(id: str, *, force: bool = False, using: str | None = None) -> bool:
     Returns True once deleted.
 
     Raises WorkflowNotFoundError for an unknown id, and WorkflowStateError for an unfinished
-    instance without `force` or when another change races this one.
+    instance without `force` or when another change races this one; ValueError for an id with
+    a NUL or a lone surrogate in it.
     """
+    check_lookup("The instance id", id)
     using = database_alias(using)
     row = store.get_instance(using, id)
     if row is None:

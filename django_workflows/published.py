@@ -14,6 +14,7 @@ from . import wakeups
 from .conf import database_alias
 from .durations import Duration, parse_duration
 from .errors import WorkflowNotFoundError, WorkflowResultTimeoutError
+from .jsonvalues import check_lookup
 from .models import FINISHED
 from .store import instances as store
 from .store.published import latest_value
@@ -35,6 +36,8 @@ def get_value(
         raise TypeError(f"get_value() needs a non-empty string name, got {name!r}.")
     if not isinstance(id, str):
         raise TypeError(f"get_value() needs an instance id (a string), got {id!r}.")
+    check_lookup("The instance id", id)
+    check_lookup("The value's name", name)
     using = database_alias(using)
     limit = None if timeout is None else parse_duration(timeout, "timeout").total_seconds()
     started = time.monotonic()

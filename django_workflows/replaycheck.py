@@ -129,7 +129,9 @@ def _replayed(found: Iterator[Snapshot], using: str) -> Iterator[Checked]:
     for stored in found:
         instance = stored.instance
         problem: str | None
-        if stored.unreadable is not None:
+        if stored.malformed is not None:
+            problem = stored.malformed
+        elif stored.unreadable is not None:
             problem = f"its payloads cannot be read with the configured CODEC: {stored.unreadable}"
         elif registry.get(instance.workflow, instance.version) is None:
             problem = not_registered(instance)

@@ -27,7 +27,7 @@ from opentelemetry import context, propagate, trace
 from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 
 from ..errors import WorkflowInterrupt
-from ..events import WorkflowEvent, workflow_event
+from ..events import PAYLOAD_DATA, WorkflowEvent, workflow_event
 from ..middleware import ExecutionInvocation, StartInvocation, StepInvocation
 
 TRACER_NAME = "django_workflows"
@@ -51,7 +51,6 @@ _NOT_SPAN_EVENTS = frozenset(
         "child-started",
     }
 )
-_PAYLOAD_KEYS = frozenset({"output", "value"})
 
 # The events that end a sleep, a wait or a child's start, each a child span of the execution:
 # its name and the data key that names it.
@@ -167,10 +166,11 @@ def _add_span_event(sender: Any, event: WorkflowEvent, **kwargs: Any) -> None:
     execution = _executions.get(event.id)
     if execution is None:
         return
+    payloads = PAYLOAD_DATA.get(event.type, frozenset())
     attributes = {
         f"workflow.{key}": _attribute(value)
         for key, value in event.data.items()
-        if key not in _PAYLOAD_KEYS and value is not None
+        if key not in payloads and value is not None
     }
     span, parent = execution
     if child is None:

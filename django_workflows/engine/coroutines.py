@@ -20,7 +20,11 @@ from .threads import OwnerCalls
 if TYPE_CHECKING:
     from .runtime import Runtime
 
-_relay: ContextVar[OwnerCalls | None] = ContextVar("django_workflows_relay", default=None)
+_driven: ContextVar[tuple[OwnerCalls, asyncio.Task[Any] | None] | None] = ContextVar(
+    "django_workflows_driven", default=None
+)
+"""The relay of the thread driving this coroutine, and the asyncio Task it drives: a task the
+workflow creates copies the context, so a ctx call checks that it runs in that Task itself."""
 _loop: tuple[int, asyncio.AbstractEventLoop] | None = None
 _loop_lock = threading.Lock()
 
@@ -43,27 +47,44 @@ def drive(relay: OwnerCalls, coroutine: Coroutine[Any, Any, Any]) -> Any:
     """On the thread that owns `relay`: run `coroutine` on the loop and run the ctx calls it
     hands over (and, on the execution's thread, the store calls of other threads) until it
     ends; its result, or what it raised."""
-    token = _relay.set(relay)  # copied into the coroutine's task with the rest of the context
-    try:
-        future = asyncio.run_coroutine_threadsafe(coroutine, event_loop())
-    finally:
-        _relay.reset(token)
+    future = asyncio.run_coroutine_threadsafe(_driven_by(relay, coroutine), event_loop())
     future.add_done_callback(lambda _: relay.wake())
     while not future.done():
         relay.serve(1.0)
     return future.result()
 
 
+async def _driven_by(relay: OwnerCalls, coroutine: Coroutine[Any, Any, Any]) -> Any:
+    _driven.set((relay, asyncio.current_task()))  # in this Task's own copy of the context
+    return await coroutine
+
+
 async def call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """Await `fn(*args, **kwargs)` run on the thread driving this coroutine."""
-    relay = _relay.get()
-    if relay is None:
+    """Await `fn(*args, **kwargs)` run on the thread driving this coroutine. Raises
+    WorkflowDefinitionError when no workflow coroutine drives it, or when it runs in an
+    asyncio task the workflow created: its calls would reach the engine in whatever order
+    the loop runs them, which a replay need not repeat."""
+    driven = _driven.get()
+    if driven is None:
         raise WorkflowDefinitionError(
-            "An async ctx call was awaited outside its workflow's coroutine (in a task it "
-            "created, or after it ended): await ctx calls in the workflow itself, or pass "
-            "coroutines to ctx.gather()."
+            f"An async ctx call ({_name(fn)}) was awaited outside its workflow's coroutine (in "
+            "a loop callback, or after the workflow ended): await ctx calls in the workflow "
+            "itself, or pass coroutines to ctx.gather()."
+        )
+    relay, task = driven
+    if asyncio.current_task() is not task:
+        raise WorkflowDefinitionError(
+            f"An async ctx call ({_name(fn)}) was awaited in an asyncio task the workflow "
+            "created (asyncio.create_task(), asyncio.gather() of ctx calls): such tasks reach "
+            "the engine in whatever order the loop runs them, which a replay need not repeat. "
+            "Await ctx calls in the workflow itself, or run branches with ctx.gather(), which "
+            "gives each its place."
         )
     return await asyncio.wrap_future(relay.submit(functools.partial(fn, *args, **kwargs)))
+
+
+def _name(fn: Callable[..., Any]) -> str:
+    return f"{getattr(fn, '__name__', 'a ctx call')}()"
 
 
 def run_async_fn(x: Runtime, fn: Callable[..., Any], *args: Any) -> Any:

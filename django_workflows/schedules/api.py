@@ -19,6 +19,7 @@ from ..conf import database_alias
 from ..definitions import Schedule, Workflow, check_schedule_id, check_schedule_options
 from ..durations import Duration
 from ..errors import WorkflowNotFoundError, WorkflowStateError
+from ..jsonvalues import check_lookup
 from ..models import Status, WorkflowSchedule
 from ..registry import registry
 from ..results import StartResult
@@ -101,6 +102,7 @@ def _status(schedule: WorkflowSchedule) -> ScheduleStatus:
 
 
 def _stored(using: str, id: str) -> WorkflowSchedule:
+    check_lookup("The schedule id", id)
     schedule = store.get_schedule(using, id)
     if schedule is None:
         raise WorkflowNotFoundError(f"No schedule has the id {id!r}.")
@@ -199,7 +201,8 @@ def _keep_anchor(timing: timings.Timing, existing: WorkflowSchedule | None) -> t
 
 def get(id: str, *, using: str | None = None) -> ScheduleStatus | None:
     """The schedule, or None for an unknown id. Raises WorkflowPayloadError for an input the
-    CODEC setting cannot read."""
+    CODEC setting cannot read, ValueError for an id with a NUL or a lone surrogate in it."""
+    check_lookup("The schedule id", id)
     schedule = store.get_schedule(database_alias(using), id)
     return None if schedule is None else _status(store.decoded(schedule))
 
@@ -214,6 +217,7 @@ def list(
     """The schedules (of `workflow`, when given), by id; a page of them."""
     check_page(limit, offset)
     name = workflow.name if isinstance(workflow, Workflow) else workflow
+    check_lookup("The workflow name", name)
     rows = store.list_schedules(database_alias(using), workflow=name, limit=limit, offset=offset)
     return [_status(store.decoded(row)) for row in rows]
 
@@ -274,14 +278,19 @@ def _set_paused(id: str, paused: bool, using: str | None) -> ScheduleStatus:
 def trigger(id: str, *, using: str | None = None) -> StartResult:
     """Start an occurrence now, whatever `overlap` says and even while the schedule is paused,
     with now as its time. Needs a process that registers the schedule's workflow (and version,
-    when the schedule pins one): raises WorkflowNotFoundError otherwise."""
+    when the schedule pins one): raises WorkflowNotFoundError otherwise, for an unknown id,
+    and when a delete() removed the occurrence's instance right after it started."""
     using = database_alias(using)
     schedule = store.decoded(_stored(using, id))
     now = clock.now()
     now = now.replace(microsecond=now.microsecond // 1000 * 1000)  # ids keep milliseconds
     instance_id, created = start_occurrence(using, schedule, now)
     status = get_status(instance_id, using=using)
-    assert status is not None
+    if status is None:  # a delete() committed between the start and this read
+        raise WorkflowNotFoundError(
+            f"The occurrence {instance_id!r} of schedule {id!r} was deleted right after it "
+            f"started: it no longer exists."
+        )
     return StartResult(status.id, status.workflow, status.version, created, Status(status.status))
 
 

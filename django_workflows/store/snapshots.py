@@ -19,11 +19,14 @@ from . import payloads
 @dataclass
 class Snapshot:
     """One instance as stored, its payloads decoded, and its journal in first-write order.
-    `unreadable`: the codec could not read one of its payloads (the rest is then not decoded)."""
+    `unreadable`: the codec could not read one of its payloads (the rest is then not decoded).
+    `malformed`: what is wrong with a journal entry that is not a JSON object (a row written
+    by something else than the engine); that entry is kept as stored."""
 
     instance: WorkflowInstance
     journal: list[tuple[str, dict[str, Any]]]
     unreadable: WorkflowPayloadError | None = None
+    malformed: str | None = None
 
 
 def snapshot(using: str, id: str) -> Snapshot | None:
@@ -80,8 +83,29 @@ def snapshots(
 
 
 def _decoded(instance: WorkflowInstance, entries: list[tuple[str, dict[str, Any]]]) -> Snapshot:
+    malformed = next(
+        (
+            f'its journal entry "{name}" is not a JSON object but a {type(document).__name__} '
+            f"({_cut(document)}): it was not written by the engine. Restore the entry from a "
+            f"backup, or delete the instance."
+            for name, document in entries
+            if not isinstance(document, dict)
+        ),
+        None,
+    )
     try:
         payloads.decode_instance(instance)
-        return Snapshot(instance, payloads.decode_journal(instance.pk, entries))
+        journal = [
+            (name, payloads.decode_document(instance.pk, name, document))
+            if isinstance(document, dict)
+            else (name, document)
+            for name, document in entries
+        ]
     except WorkflowPayloadError as error:
-        return Snapshot(instance, entries, unreadable=error)
+        return Snapshot(instance, entries, unreadable=error, malformed=malformed)
+    return Snapshot(instance, journal, malformed=malformed)
+
+
+def _cut(document: Any) -> str:
+    shown = repr(document)
+    return shown if len(shown) <= 60 else f"{shown[:57]}..."

@@ -18,6 +18,7 @@ from ..client import get_status
 from ..conf import database_alias
 from ..definitions import Retry, check_queue
 from ..instances import start_instance
+from ..jsonvalues import check_text
 from ..registry import registry
 from ..store import instances as store
 from .compat import (
@@ -147,9 +148,9 @@ class WorkflowTaskBackend(BaseTaskBackend):
 
     def get_result(self, result_id: str) -> TaskResult:
         """The task's TaskResult as stored now; TaskResultDoesNotExist for an id that is no
-        task of this backend's workflow."""
+        task of this backend's workflow (also one that no instance can have: a NUL in it)."""
         using = database_alias()
-        status = get_status(result_id, using=using) if isinstance(result_id, str) else None
+        status = get_status(result_id, using=using) if _storable(result_id) else None
         if status is None or status.workflow != TASK_WORKFLOW:
             raise TaskResultDoesNotExist(result_id)
         entry = dict(store.load_journal(using, result_id)).get(STEP)
@@ -198,6 +199,17 @@ class WorkflowTaskBackend(BaseTaskBackend):
                     )
                 )
         return found
+
+
+def _storable(id: Any) -> bool:
+    """Whether `id` is a string an instance's id can be (no NUL, no lone surrogate)."""
+    if not isinstance(id, str):
+        return False
+    try:
+        check_text("The id", id)
+    except ValueError:
+        return False
+    return True
 
 
 def _importable(task: Task) -> str:

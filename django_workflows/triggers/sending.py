@@ -20,6 +20,7 @@ from ..errors import WorkflowDefinitionError
 from ..instances import check_key
 from ..registry import registry
 from ..results import SignalResult, StartResult
+from ..schedules.ids import is_occurrence_id
 from ..store.values import to_json
 from .mappings import Argument, SignalOn, StartOn, Where, declared, resolve_sender
 
@@ -91,6 +92,13 @@ def _start(
     id = _text(declaration.id, kwargs, where, using)
     if not id:
         raise ValueError(f"{where}: the id must be a non-empty string, not {id!r}.")
+    if is_occurrence_id(id):
+        raise ValueError(
+            f"{where}: the id {id!r} has the form of a schedule occurrence's, <schedule "
+            f"id>@<time>, which only that occurrence's instance takes: make the declaration's "
+            f"id give another form (a prefix of its own, as 'order-<pk>', and no '@<time>' "
+            f"at its end)."
+        )
     value = _json(declaration.input, kwargs, where, using)
     # Each passed only when not None: start() gets only the options the declaration uses.
     options = {}

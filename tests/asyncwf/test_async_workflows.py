@@ -99,6 +99,31 @@ def test_gather_runs_coroutines_as_branches_with_their_own_steps(define):
     assert status.output == [["g-1:left-a", "LEFT"], ["g-1:right-a", "RIGHT"]]
 
 
+@pytest.mark.parametrize("how", ["create_task", "asyncio.gather"])
+def test_a_ctx_call_in_an_asyncio_task_of_the_workflows_own_raises_a_definition_error(define, how):
+    ran = []
+
+    def charge(step):
+        ran.append(step.idempotency_key)
+        return "charged"
+
+    @define("async-own-task")
+    async def own_task(ctx, input):
+        if how == "create_task":
+            return await asyncio.create_task(ctx.step("charge", charge))
+        return await asyncio.gather(ctx.step("charge", charge), ctx.step("ship", charge))
+
+    wf.start("async-own-task", id="t-1")
+    wf.drain()
+    status = wf.get_status("t-1", journal=True)
+    assert status.status == "failed"
+    assert status.error["name"] == "WorkflowDefinitionError"
+    assert "in an asyncio task the workflow created" in status.error["message"]
+    assert "ctx.gather()" in status.error["message"]
+    assert not ran
+    assert not [e for e in status.journal if e.kind == "step"]
+
+
 def test_a_failing_async_step_is_retried_then_its_compensation_awaited(define, workflow_clock):
     undone = []
 

@@ -1,5 +1,5 @@
-"""Races with real threads, each on its own connection: retry() against retry(), and purge()
-against retry() (store contract: `reopen` is one conditional write that locks the instance row;
+"""Races with real threads, each on its own connection: retry() against retry(), purge() and
+delete() (store contract: `reopen` is one conditional write that locks the instance row;
 `purge` re-checks its conditions on the rows it deletes).
 
 They run on every database; SQLite serializes writers (IMMEDIATE transactions, a 30 s busy
@@ -8,11 +8,13 @@ timeout), so there the race is between whole transactions.
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
 
 import django_workflows as wf
+from django_workflows.events import workflow_event
 from django_workflows.models import JournalEntry, WorkflowInstance
 from tests.races.conftest import race
 
@@ -107,3 +109,52 @@ def test_purge_racing_a_retry_either_purges_first_or_leaves_the_retried_instance
         seen.add(retried)
         WorkflowInstance.objects.filter(pk=id).delete()
     assert "accepted" in seen and seen - {"accepted"}, f"outcomes seen: {sorted(seen)}"
+
+
+def attempt_delete(id: str, after: threading.Event | None, done: threading.Event):
+    def fn() -> str:
+        try:
+            if after is not None:
+                assert after.wait(30)
+            wf.delete(id, force=True)
+        except wf.WorkflowStateError:
+            return "refused"
+        except wf.WorkflowNotFoundError:
+            return "not-found"
+        finally:
+            done.set()
+        return "deleted"
+
+    return fn
+
+
+def test_delete_racing_a_retry_leaves_retry_only_its_documented_errors(workflow_clock, world):
+    # Odd rounds hold retry between its commit and its last read until the delete is done
+    # (a receiver of its workflow-retried event, in retry's own thread); even ones race freely.
+    retried, deleted = threading.Event(), threading.Event()
+
+    def hold(sender, event, **kwargs):
+        if event.type == "workflow-retried" and event.id.endswith(("1", "3", "5", "7")):
+            retried.set()
+            assert deleted.wait(30)
+
+    workflow_event.connect(hold, weak=False)
+    try:
+        seen = set()
+        for round in range(ROUNDS):
+            id = f"gone-{round}"
+            failed_instance(world, id)
+            retried.clear()
+            deleted.clear()
+            held = round % 2 == 1
+            delete = attempt_delete(id, retried if held else None, deleted)
+            outcomes = race([attempt_retry(id), delete])
+            assert outcomes[1] == "deleted", outcomes
+            assert outcomes[0] in ("accepted", "refused", "not-found"), outcomes
+            if held:
+                assert outcomes[0] == "not-found"
+            seen.add(outcomes[0])
+            assert not WorkflowInstance.objects.filter(pk=id).exists()
+        assert "not-found" in seen
+    finally:
+        workflow_event.disconnect(hold)

@@ -8,6 +8,7 @@ from datetime import timedelta
 import pytest
 
 import django_workflows as wf
+from django_workflows.events import workflow_event
 from django_workflows.models import WorkflowInstance
 from django_workflows.registry import registry
 from tests.core.helpers import entry, order
@@ -219,6 +220,24 @@ def test_retry_refuses_a_failed_instance_whose_compensations_ran(workflow_clock,
 def test_retry_of_an_unknown_id_raises_not_found(workflow_clock):
     with pytest.raises(wf.WorkflowNotFoundError):
         wf.retry("nobody")
+
+
+def test_retry_of_an_instance_deleted_right_after_it_reopened_raises_not_found(
+    workflow_clock, world
+):
+    failed_two_steps(world)
+
+    def delete_it(sender, event, **kwargs):  # after retry's commit, before its last read
+        if event.type == "workflow-retried":
+            wf.delete(event.id, force=True)
+
+    workflow_event.connect(delete_it, weak=False)
+    try:
+        with pytest.raises(wf.WorkflowNotFoundError, match="'r1' was deleted right after"):
+            wf.retry("r1")
+    finally:
+        workflow_event.disconnect(delete_it)
+    assert not WorkflowInstance.objects.filter(pk="r1").exists()
 
 
 def test_retry_runs_an_instance_a_broken_deploy_failed_once_the_fix_is_registered(

@@ -3,11 +3,14 @@ and compensation, events as span events, and a link to the span that called star
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 from opentelemetry.trace import SpanKind, StatusCode
 
 import django_workflows as wf
 from django_workflows import Retry
+from django_workflows.codecs import AesGcmPayloadCodec
 
 pytestmark = pytest.mark.django_db
 
@@ -209,3 +212,29 @@ def test_a_step_run_on_a_thread_of_its_own_is_still_a_child_of_its_execution(def
     [execution] = by_name(spans(), "workflow otel-timeout")
     [quote] = by_name(spans(), "step quote")
     assert quote.parent.span_id == execution.context.span_id
+
+
+def test_the_custom_status_is_a_payload_left_out_of_span_events_and_logs(
+    define, spans, settings, caplog
+):
+    settings.DJANGO_WORKFLOWS = {
+        **settings.DJANGO_WORKFLOWS,
+        "CODEC": AesGcmPayloadCodec(keys={"k1": "dGVzdHMtb25seS1rZXktMzItYnl0ZXMtbG9uZy4uLi4="}),
+    }
+
+    @define("otel-status")
+    def run(ctx, input):
+        ctx.set_status({"card": "4242 4242 4242 4242"})
+        ctx.step("charge", lambda step: "c1")
+        return "done"
+
+    with caplog.at_level(logging.DEBUG, logger="django_workflows"):
+        wf.start("otel-status", None, id="otel-status-1")
+        wf.drain()
+    assert wf.get_status("otel-status-1").custom_status == {"card": "4242 4242 4242 4242"}
+    [execution] = by_name(spans(), "workflow otel-status")
+    [event] = [event for event in execution.events if event.name == "custom-status"]
+    assert "4242" not in repr(dict(event.attributes))
+    assert not [span for span in spans() if "4242" in repr(span.to_json())]
+    [logged] = [r.getMessage() for r in caplog.records if "custom-status" in r.getMessage()]
+    assert "4242" not in logged

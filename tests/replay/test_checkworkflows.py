@@ -12,6 +12,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 import django_workflows as wf
+from django_workflows.models import JournalEntry
 from django_workflows.registry import registry
 
 from .conftest import effect, order_v1, ran, rows
@@ -265,6 +266,18 @@ def test_a_failed_step_raises_again_and_a_compensating_instance_is_checked(
     deploy("payment", renamed_before_the_failure)
     status, lines = check()
     assert (status, named(lines)) == (1, ["compensating"])
+    assert not ran
+
+
+@pytest.mark.parametrize("document", ["charged", ["charged", 1]])
+def test_a_journal_entry_that_is_not_an_object_is_reported_and_the_rest_checked(parked, document):
+    # order-1 comes first in id order: the instances after it are still replayed.
+    JournalEntry.objects.filter(instance_id="order-1", name="charge").update(document=document)
+    status, lines = check()
+    assert (status, named(lines)) == (1, ["order-1"])
+    assert lines[0].startswith('order-1 order@1: its journal entry "charge" is not a JSON ')
+    assert f"but a {type(document).__name__}" in lines[0]
+    assert lines[-1] == "Replayed 3 instance(s): 1 do not match this code."
     assert not ran
 
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.db import connection
 
 import django_workflows as wf
 from django_workflows import Schedule, schedules
-from django_workflows.models import WorkflowSchedule
+from django_workflows.models import WorkflowInstance, WorkflowSchedule
 from django_workflows.registry import registry
 from django_workflows.schedules.declared import sync_declared
 from django_workflows.schedules.state import State
@@ -274,6 +275,27 @@ def test_trigger_reports_whether_it_created_the_instance(reminder, workflow_cloc
     assert (first.created, second.created) == (True, False)
     assert type(first.status) is type(second.status) is wf.Status  # not a str for the second
     assert started("twice") == [first.id]
+
+
+def test_trigger_of_an_occurrence_deleted_right_after_it_started_raises_not_found(
+    reminder, workflow_clock
+):
+    schedules.upsert("gone", workflow="review-reminder", every="1d", input={"n": 1})
+    seen: list[str] = []
+
+    def delete_after_the_insert(execute, sql, params, many, context):
+        # The first read of the instance after its INSERT is trigger()'s own: delete it first.
+        if seen == ["insert"] and sql.startswith("SELECT") and "workflowinstance" in sql:
+            seen.append("deleted")
+            WorkflowInstance.objects.filter(schedule_id="gone").delete()
+        elif sql.startswith("INSERT") and "workflowinstance" in sql:
+            seen.append("insert")
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(delete_after_the_insert):
+        with pytest.raises(wf.WorkflowNotFoundError, match="deleted right after it started"):
+            schedules.trigger("gone")
+    assert seen == ["insert", "deleted"]
 
 
 def test_upsert_refuses_an_id_the_code_declares_before_a_worker_saved_it(define, workflow_clock):

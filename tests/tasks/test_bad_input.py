@@ -6,11 +6,12 @@ from __future__ import annotations
 from datetime import datetime
 
 import pytest
+from asgiref.sync import async_to_sync
 from django.db import transaction
 from django.test import override_settings
 
 from django_workflows.models import WorkflowInstance
-from django_workflows.tasks.compat import InvalidTask, task_backends
+from django_workflows.tasks.compat import InvalidTask, TaskResultDoesNotExist, task_backends
 from tests.tasks import tasks
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -69,6 +70,16 @@ BAD = {
         "OPTIONS": {"RETRY": {"attempts": 0}, "COLOUR": "blue"},
     },
 }
+
+
+@pytest.mark.parametrize("id", ["a\x00b", "\x00", "a\ud800"])
+def test_get_result_of_an_id_no_instance_can_have_is_task_result_does_not_exist(id):
+    # PostgreSQL refused the NUL in the query itself (DataError) before the check.
+    backend = task_backends["default"]
+    with pytest.raises(TaskResultDoesNotExist):
+        backend.get_result(id)
+    with pytest.raises(TaskResultDoesNotExist):
+        async_to_sync(backend.aget_result)(id)
 
 
 def test_check_reports_bad_options_retry_and_queues():

@@ -102,6 +102,24 @@ def test_an_over_long_derived_id_raises_from_send_and_rolls_the_save_back(mapped
     assert not WorkflowInstance.objects.exists()
 
 
+def test_a_derived_id_in_the_form_of_a_schedule_occurrences_raises_naming_the_declaration(
+    mapped,
+):
+    with pytest.raises(ValueError) as raised:
+        with transaction.atomic():
+            Ledger.objects.create(order_id="l1", total=1)
+            Purchase.objects.create(reference="nightly@2026-01-01T00:00:00.000Z")
+
+    message = str(raised.value)
+    assert message.startswith(
+        "start_on(post_save, sender=testapp.Purchase) of workflow 'trigger-ids' version 1: the "
+        "id 'nightly@2026-01-01T00:00:00.000Z' has the form of a schedule occurrence's"
+    )
+    assert "make the declaration's id give another form" in message
+    assert not Purchase.objects.exists() and not Ledger.objects.exists()
+    assert not WorkflowInstance.objects.exists()
+
+
 def test_a_caught_failure_leaves_the_callers_transaction_usable(mapped):
     with transaction.atomic():
         with pytest.raises(ValueError, match="the id is 300 characters long"):
