@@ -11,7 +11,7 @@ import threading
 import time
 import uuid
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import connections
@@ -103,6 +103,9 @@ class Worker:
         self._running: dict[str, Execution] = {}
         self._ended = 0  # executions ended since it started (its registry row's `executed`)
         self._rides = 0  # instances leased by a claim that rode on a release (_ride())
+        # Claims not answered yet, (token, lease end): one whose connection broke may have
+        # committed all the same; the next claim hands back what it leased (store.hand_back).
+        self._unanswered: list[tuple[str, datetime]] = []
         # Its row in the registry of workers, while run() or run_until_idle() serves.
         self._presence = Presence(
             using=self.using,
@@ -129,14 +132,18 @@ class Worker:
     # -- claiming and executing ------------------------------------------------------------------
 
     def _claim(self, limit: int) -> tuple[list[WorkflowInstance], store.Claim, str]:
+        while self._unanswered:
+            store.hand_back(self.using, *self._unanswered[0])
+            self._unanswered.pop(0)
         token = uuid.uuid4().hex
         now = clock.now()
+        self._unanswered.append((token, now + self.lease_duration))
         claim = store.claim(
             self.using,
             owner=self.id,
             token=token,
             now=now,
-            lease_until=now + self.lease_duration,
+            lease_until=self._unanswered[-1][1],
             limit=limit,
             workflows=registry.pairs(self.workflows),
             concurrency=self.concurrency_rules,
@@ -145,6 +152,7 @@ class Worker:
             # The headers start() stored, for STEP_MIDDLEWARE's process_execution().
             first_journals=bool(middleware.chain().executions),
         )
+        self._unanswered.pop()
         return claim.instances, claim, token
 
     def _ride(self) -> store.Ride | None:

@@ -24,7 +24,7 @@ from django.db.models import Case, F, Q, Value, When
 from ..errors import WorkflowPayloadError
 from ..models import JournalEntry, Signal, Status, WorkflowInstance
 from . import due as due_scan
-from . import limits, payloads
+from . import limits, parking, payloads
 from .backends import backend
 from .deadlocks import retries_deadlocks
 
@@ -144,6 +144,23 @@ def claim(
     # REPEATABLE READ the transaction's snapshot (taken by its first read, before the instances
     # were locked) could miss the previous lease holder's last write.
     return _decoded(Claim(claimed, last, _journals(using, claimed, first_journals)))
+
+
+@retries_deadlocks
+def hand_back(using: str, token: str, lease_until: datetime) -> int:
+    """Hand back what a claim leased with `token` until `lease_until` if its worker never
+    learned it (the connection broke after the commit): their leases end now, as a release's
+    do, so the next claim takes them, not one a lease later. How many; 0 when the claim never
+    committed. The lease's end finds the rows by index, only ever this claim's."""
+    rows = WorkflowInstance.objects.using(using).filter(lease_until=lease_until, lease_token=token)
+    with backend(using).write_transaction():
+        backend(using).take_write_lock()
+        held = list(rows.select_for_update().values_list("workflow", "concurrency_key"))
+        if held:
+            rows.update(lease_token=None, lease_until=None)
+            for workflow, key in sorted({(w, k) for w, k in held if k is not None}):
+                parking.unpark_key(using, workflow, key)
+    return len(held)
 
 
 def _lease(

@@ -24,6 +24,7 @@ from . import parking, payloads
 from .backends import backend
 from .claims import Claim as Claim
 from .claims import claim as claim
+from .claims import hand_back as hand_back
 from .claims import last_signal_id, rode_claim
 from .deadlocks import retries_deadlocks
 
