@@ -176,6 +176,8 @@ def step(
                     call: Callable[[], Any] = lambda step=step: fn(step)  # type: ignore[misc]  # noqa: E731
                     result = invoke(x, step, call, run_timeout, heartbeat)
                     refuse_coroutine(x, result, f'The function of step "{name}"')
+                    if atomic:
+                        atomic_steps.check_usable(x, name)
                     what = f'The result of step "{name}"'
                     if atomic:
                         result = atomic_steps.to_json(x, result, what)
