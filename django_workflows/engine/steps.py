@@ -203,8 +203,8 @@ def step(
                     if atomic:
                         atomic_steps.forget_attempt(x, name, position, entry, running)
                     raise
-                if not isinstance(error, Exception):  # SystemExit, KeyboardInterrupt...
-                    x.escaped = x.escaped or error
+                if not isinstance(error, Exception | SystemExit):  # KeyboardInterrupt...
+                    raise x.escape(error)
                 if x.definition_error is not None:
                     raise x.definition_error
                 if x.stop_reason is not None:
