@@ -106,6 +106,8 @@ class Worker:
         # Claims not answered yet, (token, lease end): one whose connection broke may have
         # committed all the same; the next claim hands back what it leased (store.hand_back).
         self._unanswered: list[tuple[str, datetime]] = []
+        # A KeyboardInterrupt an execution of the pool let out: run() raises it once stopped.
+        self._escaped: BaseException | None = None
         # Its row in the registry of workers, while run() or run_until_idle() serves.
         self._presence = Presence(
             using=self.using,
@@ -178,9 +180,9 @@ class Worker:
     def _execute(
         self, instance: WorkflowInstance, claim: store.Claim, token: str, propagate: bool = False
     ) -> str:
-        """Run one claimed instance; what became of it. With `propagate` (drain()), a
-        SystemExit or KeyboardInterrupt that its code raised is raised again, once the
-        instance is released; in the pool it is logged."""
+        """Run one claimed instance; what became of it. A KeyboardInterrupt that its code (or a
+        step's function) raised is raised again once the instance is handed back: with
+        `propagate` (drain()) here; in the pool, by run() once the worker has stopped."""
         return self._run(instance, claim, token, propagate)[0]
 
     def _run(
@@ -212,6 +214,8 @@ class Worker:
             )
             if ride:
                 execution.ride = self._ride()
+            # A KeyboardInterrupt stops the worker's claims before the instance is handed back.
+            execution.on_escape = self.stop
             with self._lock:
                 self._running[instance.id] = execution
                 if self._stopping.is_set():
@@ -221,7 +225,7 @@ class Worker:
             finally:
                 with self._lock:
                     self._running.pop(instance.id, None)
-            if propagate and execution.escaped is not None:
+            if execution.escaped is not None:  # handed back: now it stops this worker
                 raise execution.escaped
             return outcome, execution.rode
         except Exception:
@@ -233,16 +237,21 @@ class Worker:
                 instance.version,
             )
             return "error", None if execution is None else execution.rode
-        except BaseException:
+        except BaseException as error:  # a KeyboardInterrupt: the instance is handed back
             if propagate:
                 raise
-            logger.exception(
-                "Instance %s (%s@%s) stopped: its code raised a BaseException.",
+            logger.error(
+                "Worker %s stops: instance %s (%s@%s) raised %s.",
+                self.id,
                 instance.id,
                 instance.workflow,
                 instance.version,
+                type(error).__name__,
             )
-            return "error", None if execution is None else execution.rode
+            with self._lock:
+                self._escaped = self._escaped or error
+            self.stop()  # run() raises it again once the worker has stopped
+            return "interrupted", None
 
     def drain(self) -> int:
         """Run every due instance, in this thread, until none is left that can start, and start
@@ -376,6 +385,9 @@ class Worker:
                 listener.join(2)  # it checks for the stop once a second, then closes its connection
             self._presence.unregister()  # a clean exit: no longer in the registry
         with self._lock:  # and those that rode on a release
+            escaped = self._escaped
+            if escaped is not None:
+                raise escaped
             return executed + self._rides - rides
 
     def _wait_for_slots(self, futures: set[Future[Any]], batch: int) -> None:

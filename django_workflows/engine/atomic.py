@@ -15,9 +15,10 @@ import logging
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from django.db import Error, transaction
+from django.db import Error, connections, transaction
 
 from .. import errors
+from ..store.backends import backend
 from ..store.values import to_json as store_json
 from . import journal
 from .faults import call_store
@@ -89,6 +90,28 @@ def attempt(x: Runtime, atomic: bool) -> Iterator[None]:
         if not done:
             raise  # the function's own database error: the attempt failed
         raise _hand_back(x, "the commit", error) from error
+
+
+def check_usable(x: Runtime, name: str) -> None:
+    """After an atomic step's function returned, before the engine writes in its transaction:
+    TransactionManagementError, the attempt's error, when the function left the transaction
+    unusable. Django marks it for rollback on transaction.set_rollback(True) and on a database
+    error raised by the ORM inside atomic(); PostgreSQL aborts it on any error of a statement
+    (its client says so without a query). The journal's write would fail on it, and that is
+    not a fault of the database: the attempt fails, its writes roll back, the policy decides."""
+    connection = connections[x.using]
+    if connection.get_rollback():
+        cause = "it is marked for rollback"
+    elif backend(x.using).transaction_aborted():
+        cause = "PostgreSQL aborted it after a failed statement"
+    else:
+        return
+    raise transaction.TransactionManagementError(
+        f'The function of atomic step "{name}" left its transaction unusable ({cause}: '
+        "transaction.set_rollback(True), or a database error caught without a savepoint). "
+        "Wrap the statement that may fail in its own transaction.atomic(), and catch the error "
+        "outside it."
+    )
 
 
 def _hand_back(x: Runtime, what: str, error: BaseException) -> BaseException:

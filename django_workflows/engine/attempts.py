@@ -90,7 +90,7 @@ def _call_with_timeouts(
         at, which, length = min(limits)
         remaining = at - time.monotonic()
         if remaining <= 0:
-            step.cancelled.set()
+            step.time_out()  # an async function's coroutine is cancelled; a thread cannot be
             raise errors.StepTimeoutError(
                 f'Step "{step._name}" attempt {step.attempt} ran past its {which} of {length}.'
             )

@@ -143,8 +143,8 @@ def _run_compensation(
         except BaseException as failure:
             if isinstance(failure, errors.WorkflowInterrupt):
                 raise
-            if not isinstance(failure, Exception):  # SystemExit, KeyboardInterrupt...
-                x.escaped = x.escaped or failure
+            if not isinstance(failure, Exception | SystemExit):  # KeyboardInterrupt...
+                raise x.escape(failure)
             if x.stop_reason is not None:
                 raise x.stop_interrupt()
             now = x.now()

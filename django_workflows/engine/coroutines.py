@@ -89,8 +89,14 @@ def _name(fn: Callable[..., Any]) -> str:
 
 def run_async_fn(x: Runtime, fn: Callable[..., Any], *args: Any) -> Any:
     """Run the async step function `fn(*args)` on the loop from the thread the engine runs the
-    step on, and wait for it; on the execution's thread, serving the store calls meanwhile."""
+    step on, and wait for it; on the execution's thread, serving the store calls meanwhile.
+    The step's timeout cancels the coroutine (StepContext.time_out())."""
+    from .stepcontext import StepContext  # reads the models: not at this module's import
+
     future = asyncio.run_coroutine_threadsafe(fn(*args), event_loop())
+    for arg in args:  # the attempt's StepContext: its timeout cancels the coroutine
+        if isinstance(arg, StepContext):
+            arg.run_coroutine(future.cancel)
     if threading.get_ident() != x.calls.owner:
         return future.result()
     future.add_done_callback(lambda _: x.calls.wake())

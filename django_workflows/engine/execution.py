@@ -71,8 +71,8 @@ class Execution(Runtime):
         except HandBack:
             return self._hand_back()
         except BaseException:
-            # Not the engine's (Exception is the workflow's, handled in _run_forward): a
-            # KeyboardInterrupt or SystemExit. Release the instance before it propagates.
+            # Not the engine's (Exception and SystemExit are the workflow's, handled in
+            # _run_forward): a KeyboardInterrupt. Release the instance before it propagates.
             self._release_after(sys.exc_info()[1])
             raise
         finally:
@@ -114,7 +114,7 @@ class Execution(Runtime):
             )
         except ReplayEnd:
             raise AssertionError("ReplayEnd outside a replay")
-        except Exception as error:
+        except (Exception, SystemExit) as error:  # sys.exit() in its code: its error too
             if self.definition_error is not None:
                 return self._fail_definition()
             return compensations.undo(self, error)
@@ -135,7 +135,7 @@ class Execution(Runtime):
             output = self.definition.run(ctx, copy.deepcopy(self.instance.input))
         except errors.WorkflowInterrupt:
             raise
-        except Exception:
+        except (Exception, SystemExit):
             swallowed = self.swallowed()
             if swallowed is None:
                 raise
@@ -165,6 +165,8 @@ class Execution(Runtime):
 
     def _hand_back(self) -> str:
         self.ride = None  # a stopping execution: its worker claims nothing more
+        if self.escaped is not None:  # a step's KeyboardInterrupt in a gather branch
+            self.escaping(self.escaped)
         try:
             self.write(**self._handing_back(self.now()))
         except LeaseLost:
@@ -175,8 +177,9 @@ class Execution(Runtime):
         return "handed-back"
 
     def _release_after(self, error: BaseException | None) -> None:
-        """Workflow code raised a BaseException that is not the engine's (a KeyboardInterrupt,
-        a SystemExit): hand the instance back as it stands before it propagates."""
+        """Workflow code raised a BaseException that is not the engine's nor the workflow's (a
+        KeyboardInterrupt): hand the instance back as it stands before it propagates."""
+        self.escaping(error)
         logger.error(
             "Instance %s (%s@%s) stopped: its code raised %s; handing it back.",
             self.instance.id,

@@ -69,9 +69,11 @@ def gather(x: Runtime, fns: list[Callable[[], Any]]) -> list[Any]:
         for error in raised:
             if isinstance(error, kind):
                 raise x._noted(error)
+    if x.escaped is not None:  # a step's KeyboardInterrupt: it stops the execution
+        raise x.escaped
     if x.definition_error is not None:
         raise x.definition_error
-    order = (Cancel, RunTimeout, JournalFull, Exception, Suspend)
+    order = (Cancel, RunTimeout, JournalFull, Exception, SystemExit, Suspend)
     for kind in order:
         for error in raised:
             if isinstance(error, kind):

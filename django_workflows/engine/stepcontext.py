@@ -8,6 +8,7 @@ import json
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..models import KEY_LENGTH
@@ -52,6 +53,8 @@ class StepContext:
         self.reason = reason
         self.atomic = atomic
         self.cancelled = threading.Event()
+        self._timed_out = False
+        self._cancel_coroutine: Callable[[], Any] | None = None
         self.last_beat = time.monotonic()
         self._places: Counter[tuple[Any, ...]] = Counter()
         self._places_lock = threading.Lock()
@@ -89,6 +92,25 @@ class StepContext:
         with self._places_lock:
             self._places[what] += 1
             return self._places[what]
+
+    def time_out(self) -> None:
+        """The attempt ran past its timeout: set `cancelled`, and cancel the coroutine of an
+        async function (CancelledError at its next await), now or as soon as it starts."""
+        with self._places_lock:
+            self._timed_out = True
+            cancel = self._cancel_coroutine
+        self.cancelled.set()
+        if cancel is not None:
+            cancel()
+
+    def run_coroutine(self, cancel: Callable[[], Any]) -> None:
+        """An async function's coroutine runs for this attempt: `cancel()` stops it at its
+        timeout (at once when that passed already)."""
+        with self._places_lock:
+            self._cancel_coroutine = cancel
+            late = self._timed_out
+        if late:
+            cancel()
 
     def heartbeat(self, progress: Any = None) -> None:
         """Journal a checkpoint (the next attempt gets it as `progress`) and renew heartbeat_timeout."""

@@ -183,6 +183,8 @@ def step(
                     call: Callable[[], Any] = lambda step=step: fn(step)  # type: ignore[misc]  # noqa: E731
                     result = invoke(x, step, call, run_timeout, heartbeat)
                     refuse_coroutine(x, result, f'The function of step "{name}"')
+                    if atomic:
+                        atomic_steps.check_usable(x, name)
                     what = f'The result of step "{name}"'
                     if atomic:
                         result = atomic_steps.to_json(x, result, what)
@@ -208,8 +210,8 @@ def step(
                     if atomic:
                         atomic_steps.forget_attempt(x, name, position, entry, running)
                     raise
-                if not isinstance(error, Exception):  # SystemExit, KeyboardInterrupt...
-                    x.escaped = x.escaped or error
+                if not isinstance(error, Exception | SystemExit):  # KeyboardInterrupt...
+                    raise x.escape(error)
                 if x.definition_error is not None:
                     raise x.definition_error
                 if x.stop_reason is not None:

@@ -4,6 +4,7 @@ shutdown, a lost lease or a failing store (stop_reason), ctx.fail(), and the ins
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -46,12 +47,16 @@ class Stops(Replay):
             instance.cancel_requested, instance.terminate_requested, instance.cancel_reason
         )
         self.suspension = Suspension()
-        # "shutdown" or "lease-lost", set by the worker; "store-failed" by faults.call_store;
+        # "shutdown" or "lease-lost", set by the worker ("shutdown" also by escape());
+        # "store-failed" by faults.call_store;
         # "hand-back" by an atomic step whose transaction a database fault rolled back.
         self.stop_reason: str | None = None
-        # A BaseException that is not an Exception (SystemExit...) raised by a step: the attempt
-        # failed; drain() raises it again once the instance is released.
+        # A KeyboardInterrupt (a BaseException other than SystemExit) raised by a step: the
+        # execution stops, the instance is handed back, and the worker raises it again.
         self.escaped: BaseException | None = None
+        # Called before the instance is handed back for a KeyboardInterrupt (escaping()): the
+        # worker stops claiming first, so that it does not take the instance again itself.
+        self.on_escape: Callable[[], None] | None = None
         self.running_steps: set[StepContext] = set()
         self.gate = StartGate(self.suspension)
 
@@ -92,6 +97,22 @@ class Stops(Replay):
                 },
             )
         raise self.interrupted(stop)
+
+    def escape(self, error: BaseException) -> BaseException:
+        """A step's function raised `error`, a BaseException that stops the process (a
+        KeyboardInterrupt; SystemExit is an error of the attempt): not an attempt that failed.
+        The execution stops (gather's other branches at their next ctx call), the instance is
+        handed back due at once, and its worker raises `error` again (Worker._run)."""
+        self.escaped = self.escaped or error
+        self.stop_reason = self.stop_reason or "shutdown"
+        return self.interrupted(error)
+
+    def escaping(self, error: BaseException | None) -> None:
+        """The execution stops for `error`, a KeyboardInterrupt: tell the worker (on_escape)
+        before the instance is handed back."""
+        self.escaped = self.escaped or error
+        if self.on_escape is not None:
+            self.on_escape()
 
     def fail(self, message: str) -> None:
         """ctx.fail(): raise WorkflowFailedError (its compensations run), or the interrupt due."""

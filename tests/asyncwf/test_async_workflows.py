@@ -287,6 +287,34 @@ def test_an_async_step_past_its_timeout_fails_with_step_timeout_error(define):
     assert status.error["cause"]["name"] == "StepTimeoutError", status.error
 
 
+def test_an_async_step_past_its_timeout_is_cancelled_at_its_next_await(define):
+    """The timeout cancels the step's coroutine: the write after its await never happens, even
+    after the instance failed and the sleep would have ended."""
+    seen: list = []
+    ended = threading.Event()
+
+    async def slow(step):
+        try:
+            await asyncio.sleep(1)
+            seen.append("written")  # the side effect that must not outlive the timeout
+        except asyncio.CancelledError:
+            seen.append("cancelled")
+            raise
+        finally:
+            ended.set()
+
+    @define("async-timeout-cancels")
+    async def timed(ctx, input):
+        return await ctx.step("slow", slow, timeout=0.2, retry={"attempts": 1})
+
+    wf.start("async-timeout-cancels", id="t-2")
+    wf.drain()
+    assert wf.get_status("t-2").status == "failed"
+    assert ended.wait(5)
+    threading.Event().wait(1.2)  # past the end of the sleep the step was in
+    assert seen == ["cancelled"]
+
+
 def test_replay_checks_an_async_workflows_journal_against_its_code(define):
     from django_workflows.errors import WorkflowNonDeterminismError
     from django_workflows.testing import replay

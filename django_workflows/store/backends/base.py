@@ -363,6 +363,11 @@ class Backend:
         """Whether the database broke a deadlock by rolling this transaction back."""
         return False
 
+    def transaction_aborted(self) -> bool:
+        """Whether the server aborted the alias's open transaction after a failed statement,
+        as PostgreSQL does (every statement then fails until the rollback)."""
+        return False
+
     # Waking other processes.
 
     def notify(self) -> None:

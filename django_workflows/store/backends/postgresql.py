@@ -134,6 +134,10 @@ class PostgreSQLBackend(Backend):
         cause = error.__cause__ or error
         return getattr(cause, "sqlstate", None) in _DEADLOCK_STATES
 
+    def transaction_aborted(self) -> bool:
+        raw = self.connection.connection  # psycopg's own: its status, without a query
+        return raw is not None and raw.info.transaction_status.name == "INERROR"
+
     def insert_ignore_many(self, objs: Sequence[Model]) -> int:
         # A batch (a schedule tick's) by the ORM: from Django 5.2 it sends one array per column
         # through UNNEST, fewer parameters to quote than the rows' own (0.24-0.29 ms of a
