@@ -103,8 +103,7 @@ class Worker:
         self._running: dict[str, Execution] = {}
         self._ended = 0  # executions ended since it started (its registry row's `executed`)
         self._rides = 0  # instances leased by a claim that rode on a release (_ride())
-        # Claims not answered yet, (token, lease end): one whose connection broke may have
-        # committed all the same; the next claim hands back what it leased (store.hand_back).
+        # Claims not answered yet (token, lease end); the next claim hands them back (_claim).
         self._unanswered: list[tuple[str, datetime]] = []
         # A KeyboardInterrupt an execution of the pool let out: run() raises it once stopped.
         self._escaped: BaseException | None = None
@@ -134,11 +133,10 @@ class Worker:
     # -- claiming and executing ------------------------------------------------------------------
 
     def _claim(self, limit: int) -> tuple[list[WorkflowInstance], store.Claim, str]:
-        while self._unanswered:
+        while self._unanswered:  # a claim whose connection broke may have committed anyway
             store.hand_back(self.using, *self._unanswered[0])
             self._unanswered.pop(0)
-        token = uuid.uuid4().hex
-        now = clock.now()
+        token, now = uuid.uuid4().hex, clock.now()
         self._unanswered.append((token, now + self.lease_duration))
         claim = store.claim(
             self.using,
