@@ -25,7 +25,10 @@ def test_concurrent_updates_are_delivered_one_per_wait_and_the_rest_kept_in_orde
 
     @define("takes-updates")
     def takes(ctx, input):
-        return [ctx.wait_for_update("add") for _ in range(input)]
+        taken = [ctx.wait_for_update("add") for _ in range(input)]
+        # Not ended before every update is sent: an update sent once it ended is refused.
+        ctx.wait_for_signal("all-sent", "all-sent", key=ctx.instance_id)
+        return taken
 
     wf.start(takes, waits, id="busy")
     wf.drain()
@@ -53,13 +56,14 @@ def test_concurrent_updates_are_delivered_one_per_wait_and_the_rest_kept_in_orde
     try:
         results = race([lambda n=n: wf.update("busy", "add", n) for n in range(count)])
     finally:
+        wf.signal("all-sent", None, key="busy")
         sent.set()
         drainer.join(120)
     assert not drainer.is_alive()
     assert not failed, f"drain() raised in the drainer thread: {failed[0]!r}"
     deadlocks = [r.getMessage() for r in caplog.records if r.getMessage().startswith("Deadlock")]
     assert not deadlocks, deadlocks
-    assert all(result.accepted for result in results)
+    assert all(result.accepted for result in results), [r.reason for r in results if not r.accepted]
     for _ in range(10):  # the last update may have woken it after the drainer's last round
         if not wf.drain():
             break
