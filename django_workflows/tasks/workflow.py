@@ -70,6 +70,10 @@ def attempt(step: Any, id: str, input: dict[str, Any], worker: str) -> dict[str,
         else:
             value = task.call(*args, **kwargs)
         value = normalize_json(value)
+    except KeyboardInterrupt:
+        # Ctrl-C stops the worker, as Django's backends let it: no failure of the task, no
+        # error of its own and no task_finished (the engine decides what becomes of the step).
+        raise
     except BaseException as error:
         # The engine's traceback, as the step's journaled error keeps it (its tail past 16 KiB).
         history["errors"].append(

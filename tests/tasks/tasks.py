@@ -76,3 +76,10 @@ def define_hidden() -> Task:
 
     hidden.__qualname__ = "hidden"  # looks module-level, is not importable
     return task(hidden)
+
+
+@task
+def interrupted() -> None:
+    """Ctrl-C while it runs: the worker stops, the task is not finished."""
+    calls.append("interrupted")
+    raise KeyboardInterrupt("stop")

@@ -275,3 +275,25 @@ def test_the_task_instance_keeps_its_payloads_decoded_through_a_codec():
         once()
         done = tasks.record.get_result(result.id)
         assert done.return_value == "secret-name" and done.args == ["secret-name"]
+
+
+def test_a_keyboard_interrupt_stops_the_worker_without_finishing_the_task(caplog):
+    # As Django's own backends: Ctrl-C in a task is no failure of it (no error, no
+    # task_finished, no ERROR log of the framework's); it stops whoever runs it.
+    finished: list[str] = []
+
+    def receive(sender, task_result, **kwargs):
+        finished.append(task_result.status)
+
+    task_finished.connect(receive)
+    try:
+        result = tasks.interrupted.enqueue()
+        with pytest.raises(KeyboardInterrupt):
+            wf.drain()
+    finally:
+        task_finished.disconnect(receive)
+    assert tasks.calls == ["interrupted"]
+    assert finished == []
+    assert tasks.interrupted.get_result(result.id).errors == []
+    framework = [r for r in caplog.records if r.name.split(".")[0] in ("django_tasks", "django")]
+    assert [r for r in framework if r.levelname == "ERROR" and "tasks" in r.name] == []
