@@ -3,11 +3,17 @@
 
 from __future__ import annotations
 
+import signal
+import subprocess
 import time
+from datetime import datetime
+from pathlib import Path
 
 import pytest
 from django.db import connection
 from django.db.utils import OperationalError
+
+from django_workflows.models import JournalEntry
 
 UNKNOWN_THREAD = 1094  # MySQL's and MariaDB's error for a KILL of a connection that is gone
 
@@ -84,3 +90,32 @@ def connections_of_this_database() -> list[int]:
                 "WHERE db = DATABASE() AND id <> CONNECTION_ID()"
             )
         return [int(row[0]) for row in cursor.fetchall()]
+
+
+def stop(*workers: subprocess.Popen) -> None:
+    """SIGTERM each runworkflows process, then wait for it (killed after 30 s)."""
+    for worker in workers:
+        if worker.poll() is None:
+            worker.send_signal(signal.SIGTERM)
+    for worker in workers:
+        try:
+            worker.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+
+
+def assert_each_step_ran_once(notes: Path) -> None:
+    """From the notes of storm-order's steps (tests/procapp): no compensation ran, and no step
+    body ran again once its completion was journaled."""
+    runs: dict[tuple[str, str], list[float]] = {}
+    for line in notes.read_text().splitlines():
+        instance_id, what, at = line.split()
+        runs.setdefault((instance_id, what), []).append(float(at))
+    assert not [key for key in runs if key[1].startswith("undo-")], "a compensation ran"
+    for instance_id, name, document in JournalEntry.objects.values_list(
+        "instance_id", "name", "document"
+    ):
+        if document.get("kind") != "step" or (instance_id, name) not in runs:
+            continue
+        completed = datetime.fromisoformat(document["finished_at"]).timestamp()
+        assert all(at <= completed for at in runs[(instance_id, name)]), (instance_id, name)

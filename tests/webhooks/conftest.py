@@ -29,6 +29,15 @@ def post(url: str, body: Any = None, *, raw: bytes | None = None, **extra: Any) 
     )
 
 
+def started(order_id: str = "o1", **options: Any) -> str:
+    """Start the checkout `order_id` (its input the id and `options`), run it to its wait."""
+    import django_workflows as wf
+
+    wf.start("checkout", {"id": order_id, **options}, id=order_id)
+    wf.drain()
+    return order_id
+
+
 @pytest.fixture
 def provider() -> Provider:
     return Provider()

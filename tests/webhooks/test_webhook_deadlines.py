@@ -15,15 +15,9 @@ from django.db import connections
 import django_workflows as wf
 from django_workflows.models import Signal, WorkflowInstance
 
-from .conftest import post
+from .conftest import post, started
 
 pytestmark = pytest.mark.django_db
-
-
-def started(order_id: str = "o1", **options) -> str:
-    wf.start("checkout", {"id": order_id, **options}, id=order_id)
-    wf.drain()
-    return order_id
 
 
 def test_a_post_after_the_deadline_before_any_worker_ran_is_404(checkout, provider, workflow_clock):

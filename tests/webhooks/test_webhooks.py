@@ -14,15 +14,9 @@ from django_workflows import webhooks
 from django_workflows.models import JournalEntry, Signal
 from django_workflows.store import payloads
 
-from .conftest import post
+from .conftest import post, started
 
 pytestmark = pytest.mark.django_db
-
-
-def started(order_id: str = "o1", **options) -> str:
-    wf.start("checkout", {"id": order_id, **options}, id=order_id)
-    wf.drain()
-    return order_id
 
 
 def test_the_post_resumes_the_wait_with_its_body(checkout, provider, workflow_clock):
