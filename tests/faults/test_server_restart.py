@@ -68,15 +68,19 @@ def test_every_order_completes_through_server_restarts(tmp_path, restart_command
     notes.touch()
     ids = [f"restart-{n:03d}" for n in range(INSTANCES)]
     for id in ids:
-        wf.start("storm-order", {"notes": str(notes), "seconds": 0.3}, id=id)
+        wf.start("storm-order", {"notes": str(notes), "seconds": 0.5}, id=id)
     logs = [tmp_path / f"worker-{n}.log" for n in range(2)]
     workers = []
     for log in logs:
         with log.open("w") as output:
             workers.append(spawn("--concurrency", "4", "--poll-interval", "200ms", output=output))
     try:
+        # Both workers past their start-up checks (they refuse to start without a database)
+        # and running orders: the restarts hit running workers.
         started = time.monotonic()
-        while not notes.read_text() and time.monotonic() - started < 30:
+        while time.monotonic() - started < 60 and not (
+            notes.read_text() and all(" runs " in log.read_text() for log in logs)
+        ):
             time.sleep(0.05)
         completed_at_restarts = []
         for _ in range(RESTARTS):
