@@ -36,10 +36,11 @@ django.setup()
 
 from django.db import DEFAULT_DB_ALIAS, connections  # noqa: E402
 
-from django_workflows.store.backends import driver, mysql_batches  # noqa: E402
+from django_workflows.store.backends import driver  # noqa: E402
+from django_workflows.store.backends.mysql import batches as mysql_batches  # noqa: E402
 
 if connections[DEFAULT_DB_ALIAS].vendor == "postgresql":
-    from django_workflows.store.backends import postgresql_libpq as libpq
+    from django_workflows.store.backends.postgresql import libpq
 
 DOCUMENT = json.dumps([{"name": "step-1", "doc": {"status": "running", "attempt": 1}}])
 # The connection itself, as the store holds it (Backend.connection), not django.db.connection,

@@ -12,7 +12,7 @@ from .attributes import ATTRIBUTE_NAME_LENGTH, ATTRIBUTE_TEXT_LENGTH, TAG_LENGTH
 from .definitions import DEFAULT_QUEUE, QUEUE_LENGTH, SCHEDULE_ID_LENGTH
 from .indexes import CoveringIndex, DueIndex, LiveKeyIndex, ParkedIndex, SetIndex
 from .jsonvalues import Utf8Encoder
-from .store.backends import backend
+from .store.backends.collations import exact_collation
 from .subjects import subject_filter
 
 
@@ -41,13 +41,13 @@ JOURNAL_NAME_LENGTH = 512
 class KeyField(models.CharField):
     """An id, name or key: compared exactly, also on MySQL and MariaDB, whose default
     collations ignore case, and whose `utf8mb4_bin` ignores trailing spaces (see
-    store/backends/mysql_collations.py)."""
+    store/backends/collations.py)."""
 
     exact_key = True  # what mysql_collations.key_columns looks for
 
     def db_parameters(self, connection: Any) -> dict[str, Any]:
         parameters = super().db_parameters(connection)
-        collation = backend(connection.alias).exact_collation
+        collation = exact_collation(connection)
         if collation is not None:
             parameters["collation"] = collation
         return parameters

@@ -1,6 +1,6 @@
 # The lease holder's two most frequent writes, journal entries alone and an instance's last, as
 # functions of the database's own where the store has them (PostgreSQL's dw_journal_write and
-# dw_final_write, store/backends/postgresql_writes.py): their statements are then planned once
+# dw_final_write, store/backends/postgresql/writes.py): their statements are then planned once
 # per session rather than at every write. Nothing on the other databases.
 
 from django.db import migrations

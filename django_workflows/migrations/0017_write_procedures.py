@@ -1,6 +1,6 @@
 # The lease holder's two most frequent writes, journal entries alone and an instance's last, as
 # stored procedures where the store has them (MySQL's and MariaDB's dw_journal_write and
-# dw_final_write, store/backends/mysql_procedures.py): the row's flags read once, the entries
+# dw_final_write, store/backends/mysql/procedures.py): the row's flags read once, the entries
 # upserted in one statement, the statements parsed once per session. Nothing on the other
 # databases.
 

@@ -1,5 +1,5 @@
 # A claim that rides on an instance's last write, where the store has it (PostgreSQL's
-# dw_final_write_ride, store/backends/postgresql_rides.py): the write that ends an instance also
+# dw_final_write_ride, store/backends/postgresql/rides.py): the write that ends an instance also
 # leases the next due one to the same worker, in one transaction, so a busy worker needs almost
 # no claims of its own. Nothing on the other databases.
 

@@ -6,7 +6,7 @@ hand-written path (one statement on PostgreSQL, one transaction on MySQL and Mar
 backends); with limits, or on SQLite, the path below, under limits through `limits.pick`, with
 the backend's hand-written candidates' scan and lease where it has them (PostgreSQL: the
 workflows' locks, then one statement each; MySQL and MariaDB: the scan). On PostgreSQL a
-claim without limits can also ride on a release (store.instances.Ride): the lease holder's
+claim without limits can also ride on a release (store.backends.writes.Ride): the lease holder's
 write that hands its instance back leases the next due one with the same ranges.
 """
 
@@ -197,7 +197,7 @@ def _lease(
 def rode_claim(
     using: str, instances: list[WorkflowInstance], last: int, *, first_journals: bool = False
 ) -> Claim:
-    """The Claim of instances a ride leased (store.instances.Ride), as a claim returns them:
+    """The Claim of instances a ride leased (store.backends.writes.Ride), as a claim returns them:
     their journals read after the commit, their payloads decoded."""
     return _decoded(Claim(instances, last, _journals(using, instances, first_journals)))
 

@@ -11,7 +11,7 @@ import functools
 import operator
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from django.db import transaction
@@ -22,6 +22,9 @@ from ..models import FINISHED, JournalEntry, Signal, Status, Wait, WorkflowInsta
 from . import attributes as searchable
 from . import parking, payloads
 from .backends import backend
+from .backends.writes import InstanceWrite as InstanceWrite
+from .backends.writes import Release as Release
+from .backends.writes import Ride as Ride
 from .claims import Claim as Claim
 from .claims import claim as claim
 from .claims import hand_back as hand_back
@@ -42,60 +45,6 @@ class LeaseFlags:
     reason: str | None = None
     # The claim that rode on the write (see Ride), when it leased an instance.
     rode: Claim | None = None
-
-
-@dataclass(frozen=True)
-class Release:
-    """Hand the instance back: when it is next due (None: only a signal or a cancel wakes it),
-    the waits it registers, and the execution's signal cursor."""
-
-    wake_at: datetime | None
-    waits: list[tuple[str, str | None]]
-    signal_cursor: int
-    had_waits: bool = True  # False: the instance registered none before, nothing to delete
-    # True: due at wake_at even with a cancel requested (an instance left alone because the
-    # codec cannot read it: a cancel cannot run before it can be read).
-    hold: bool = False
-
-
-@dataclass(frozen=True)
-class Ride:
-    """A claim that rides on the release of a lease holder's instance: the same statement
-    leases one more due instance of `workflows` (in `queues`; None: every queue) to `owner`
-    with `token`, for `lease_duration` from the write, as a claim without limits would (in
-    claim order, never an instance another claim holds), and only if the release itself
-    lands. Where the backend cannot (the general path, MySQL and MariaDB, SQLite), nothing
-    rides and the worker claims as before. `first_journals`: as claim()'s."""
-
-    owner: str
-    token: str
-    lease_duration: timedelta
-    workflows: list[tuple[str, int]]
-    queues: list[str] | None = None
-    first_journals: bool = False
-
-
-@dataclass
-class InstanceWrite:
-    """One write by the lease holder; fields left out stay as they are."""
-
-    now: datetime
-    entries: dict[str, dict[str, Any]] = field(default_factory=dict)
-    # Written only while no cancel or terminate is requested: a step's start.
-    guarded_entries: dict[str, dict[str, Any]] = field(default_factory=dict)
-    changes: dict[str, Any] = field(default_factory=dict)
-    lease_until: datetime | None = None
-    release: Release | None = None
-    signal: dict[str, Any] | None = None
-    # True: wake get_value() waiting in other processes at the commit (a published value).
-    announce: bool = False
-    # True: the journal is deleted before `entries` are written (ctx.continue_as_new()).
-    restart: bool = False
-    # Search attributes set (or, None, removed) by ctx.set_attributes(); stored plain.
-    attributes: dict[str, Stored | None] | None = None
-    # The instance's (workflow, concurrency key), if it has a key: a release puts back the
-    # instances parked for that key, in the write's own transaction (store/parking.py).
-    unpark: tuple[str, str] | None = None
 
 
 @retries_deadlocks

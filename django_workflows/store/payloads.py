@@ -22,7 +22,7 @@ from ..errors import WorkflowPayloadError
 
 if TYPE_CHECKING:
     from ..models import Signal, WorkflowInstance
-    from .instances import InstanceWrite
+    from .backends.writes import InstanceWrite
 
 INSTANCE_FIELDS = ("input", "output", "error", "custom_status", "cancel_reason")
 DOCUMENT_FIELDS = ("result", "progress", "error", "logs", "earlier_logs")

@@ -17,7 +17,7 @@ from django.db import connection
 import django_workflows as wf
 from django_workflows.checks import check_database
 from django_workflows.models import WorkflowInstance
-from django_workflows.store.backends.mysql_collations import (
+from django_workflows.store.backends.mysql.collations import (
     PADDED_BINARY,
     exact_collation,
     key_columns,

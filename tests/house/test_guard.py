@@ -171,7 +171,7 @@ def test_a_vendor_test_outside_the_backends_is_reported_with_its_line(tmp_path):
         {
             "worker.py": 'import x\n\nif connection.vendor == "postgresql":\n    pass\n',
             "checks.py": 'vendor = "sqlite"\nif vendor == "mysql":\n    pass\n',
-            "store/backends/mysql.py": 'if connection.vendor in ("mysql",):\n    pass\n',
+            "store/backends/mysql/backend.py": 'if connection.vendor in ("mysql",):\n    pass\n',
         },
     )
     assert sorted(vendor_tests(read_package(root), VENDORS_LIVE_IN)) == [

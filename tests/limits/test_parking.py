@@ -111,7 +111,7 @@ def test_a_release_without_the_lease_ends_with_its_key_still_parked(define, work
         assert parked() == {"a2"}
     else:
         # MySQL's batch sends the put-back whatever the row lock's read found
-        # (store/backends/mysql_batches.py): harmless, the next claim parks them again.
+        # (store/backends/mysql/batches.py): harmless, the next claim parks them again.
         assert parked() == set()
         assert claim("keyed") == []
         assert parked() == {"a2"}

@@ -21,7 +21,7 @@ from django_workflows.models import (
 )
 from django_workflows.results import PurgeResult
 from django_workflows.store import maintenance
-from django_workflows.store.backends import mysql_deletes
+from django_workflows.store.backends.mysql import deletes as mysql_deletes
 
 pytestmark = pytest.mark.django_db
 

@@ -73,7 +73,7 @@ def a_claim() -> dict[str, Any]:
 
 def claim_plan(queues: list[str] | None) -> list[dict[str, Any]]:
     """The nodes of the plan of the worker's claim (EXPLAIN ANALYZE, rolled back)."""
-    from django_workflows.store.backends import postgresql_claims
+    from django_workflows.store.backends.postgresql import claims as postgresql_claims
 
     sql, params = postgresql_claims.claim_sql(**a_claim(), queues=queues)
     with transaction.atomic(), connection.cursor() as cursor:
@@ -156,7 +156,7 @@ def test_a_rides_generic_plan_reads_the_claim_index_in_order(
     # dw_final_write_ride's pick of the next due instance runs from PL/pgSQL's cached plan,
     # which PostgreSQL makes generic, for any time and any workflows: that plan reads the
     # claim index in the claim's order too, and stops at the first row.
-    from django_workflows.store.backends import postgresql_rides
+    from django_workflows.store.backends.postgresql import rides as postgresql_rides
 
     starts("due")
     with connection.cursor() as cursor:  # statistics of this table, not of an earlier test's

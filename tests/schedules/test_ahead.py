@@ -130,7 +130,7 @@ def test_values_written_ahead_keep_every_character(define, workflow_clock):
 def test_a_prepared_insert_stays_within_the_servers_packet(define, workflow_clock, monkeypatch):
     if connection.vendor != "mysql":
         pytest.skip("only MySQL's and MariaDB's statements are limited by a packet size")
-    from django_workflows.store.backends.mysql import MySQLBackend
+    from django_workflows.store.backends.mysql.backend import MySQLBackend
 
     @define("ahead")
     def ahead(ctx, input):

@@ -1,5 +1,5 @@
 """MySQL's and MariaDB's batches sent on mysqlclient's connection, without a cursor
-(store/backends/mysql_batches.py): the same results as the cursor's way, Django's errors, the
+(store/backends/mysql/batches.py): the same results as the cursor's way, Django's errors, the
 batch's own transaction rolled back on an error; the cursor's way where Django logs or wraps the
 statements."""
 
@@ -12,7 +12,7 @@ import pytest
 from django.db import IntegrityError, OperationalError, connection
 from django.test.utils import CaptureQueriesContext
 
-from django_workflows.store.backends import mysql_batches
+from django_workflows.store.backends.mysql import batches as mysql_batches
 
 pytestmark = pytest.mark.skipif(
     connection.vendor != "mysql", reason="only MySQL's and MariaDB's store sends batches"

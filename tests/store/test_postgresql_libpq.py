@@ -1,5 +1,5 @@
 """PostgreSQL's write functions called through libpq on psycopg's own connection
-(store/backends/postgresql_libpq.py): the same row as a cursor's, Django's errors, never a
+(store/backends/postgresql/libpq.py): the same row as a cursor's, Django's errors, never a
 statement outside the transaction psycopg has yet to begin, the cursor's way where Django logs
 or wraps the statements, and a statement cancelled or a connection killed by the server."""
 
@@ -28,7 +28,7 @@ from django.db import (
 from django.test.utils import CaptureQueriesContext
 
 from django_workflows.store.backends import driver
-from django_workflows.store.backends import postgresql_libpq as libpq
+from django_workflows.store.backends.postgresql import libpq
 
 pytestmark = pytest.mark.skipif(
     connection.vendor != "postgresql", reason="only PostgreSQL's store calls libpq itself"

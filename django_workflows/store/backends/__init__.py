@@ -17,8 +17,8 @@ from django.utils.module_loading import import_string
 from .base import Backend
 
 CLASSES = {
-    "postgresql": "django_workflows.store.backends.postgresql.PostgreSQLBackend",
-    "mysql": "django_workflows.store.backends.mysql.MySQLBackend",
+    "postgresql": "django_workflows.store.backends.postgresql.backend.PostgreSQLBackend",
+    "mysql": "django_workflows.store.backends.mysql.backend.MySQLBackend",
     "sqlite": "django_workflows.store.backends.sqlite.SQLiteBackend",
 }
 """The backend class of each Django vendor; any other database gets the base Backend."""

@@ -30,7 +30,7 @@ from .prepared import Take, prepared_field, take_by_case
 if TYPE_CHECKING:
     from django.db.backends.base.base import BaseDatabaseWrapper
 
-    from ..instances import InstanceWrite, Ride
+    from .writes import InstanceWrite, Ride
 
 NOTIFY_CHANNEL = "django_workflows"
 """Where a start or signal wakes the workers of other processes (see Backend.notify)."""

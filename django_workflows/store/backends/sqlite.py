@@ -20,7 +20,7 @@ from .rows import INSTANCE_COLUMNS, InstanceRows
 from .writes import UNSET, fast_writable, unpark_statement, write_changes
 
 if TYPE_CHECKING:
-    from ..instances import InstanceWrite, Ride
+    from .writes import InstanceWrite, Ride
 
 _FLAGS = ("cancel_requested", "terminate_requested", "cancel_reason", "awaited")
 """What a lease holder's write reads back, in this order (fast_write)."""

@@ -1,18 +1,72 @@
-"""What the hand-written fast writes of the server backends share: which writes may take them,
-the columns a write changes, and which writes the database's own routines carry (PostgreSQL's
-functions, MySQL's and MariaDB's procedures)."""
+"""A lease holder's write as the store hands it to a backend (InstanceWrite, with its Release
+and the Ride of a claim on it), and what the hand-written fast writes of the server backends
+share: which writes may take them, the columns a write changes, and which writes the
+database's own routines carry (PostgreSQL's functions, MySQL's and MariaDB's procedures)."""
 
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
 
-from django.db.models.constants import OnConflict
+from ...attributes import Stored
+from ...models import FINISHED, Status, WorkflowInstance
 
-from ...models import FINISHED, JournalEntry, Status, WorkflowInstance
 
-if TYPE_CHECKING:
-    from ..instances import InstanceWrite
+@dataclass(frozen=True)
+class Release:
+    """Hand the instance back: when it is next due (None: only a signal or a cancel wakes it),
+    the waits it registers, and the execution's signal cursor."""
+
+    wake_at: datetime | None
+    waits: list[tuple[str, str | None]]
+    signal_cursor: int
+    had_waits: bool = True  # False: the instance registered none before, nothing to delete
+    # True: due at wake_at even with a cancel requested (an instance left alone because the
+    # codec cannot read it: a cancel cannot run before it can be read).
+    hold: bool = False
+
+
+@dataclass(frozen=True)
+class Ride:
+    """A claim that rides on the release of a lease holder's instance: the same statement
+    leases one more due instance of `workflows` (in `queues`; None: every queue) to `owner`
+    with `token`, for `lease_duration` from the write, as a claim without limits would (in
+    claim order, never an instance another claim holds), and only if the release itself
+    lands. Where the backend cannot (the general path, MySQL and MariaDB, SQLite), nothing
+    rides and the worker claims as before. `first_journals`: as claim()'s."""
+
+    owner: str
+    token: str
+    lease_duration: timedelta
+    workflows: list[tuple[str, int]]
+    queues: list[str] | None = None
+    first_journals: bool = False
+
+
+@dataclass
+class InstanceWrite:
+    """One write by the lease holder; fields left out stay as they are."""
+
+    now: datetime
+    entries: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Written only while no cancel or terminate is requested: a step's start.
+    guarded_entries: dict[str, dict[str, Any]] = field(default_factory=dict)
+    changes: dict[str, Any] = field(default_factory=dict)
+    lease_until: datetime | None = None
+    release: Release | None = None
+    signal: dict[str, Any] | None = None
+    # True: wake get_value() waiting in other processes at the commit (a published value).
+    announce: bool = False
+    # True: the journal is deleted before `entries` are written (ctx.continue_as_new()).
+    restart: bool = False
+    # Search attributes set (or, None, removed) by ctx.set_attributes(); stored plain.
+    attributes: dict[str, Stored | None] | None = None
+    # The instance's (workflow, concurrency key), if it has a key: a release puts back the
+    # instances parked for that key, in the write's own transaction (store/parking.py).
+    unpark: tuple[str, str] | None = None
+
 
 UNSET: Any = object()
 """The wake time of a write that does not suspend (write_changes)."""
@@ -122,46 +176,3 @@ def unpark_statement(write: InstanceWrite, parked: str) -> tuple[str, list[Any]]
         f"UPDATE {table} SET parked = %s WHERE workflow = %s AND concurrency_key = %s AND {parked}",
         [False, *write.unpark],
     )
-
-
-def write_rows(
-    cursor: Any,
-    connection: Any,
-    id: str,
-    entries: dict[str, Any],
-    changes: dict[str, Any],
-    conflict_fields: list[str],
-) -> None:
-    """The statements of a fast write, under the lease the caller checked: the journal
-    `entries` upserted in one INSERT (on `conflict_fields`, the unique key, where the database
-    names it), then the instance's `changes` in one UPDATE."""
-    if entries:
-        journal = JournalEntry._meta
-        fields = [journal.get_field(name) for name in ("instance", "name", "document")]
-        document = journal.get_field("document")
-        suffix = connection.ops.on_conflict_suffix_sql(
-            fields, OnConflict.UPDATE, [document.column], conflict_fields
-        )
-        cursor.execute(
-            f"INSERT INTO {journal.db_table} (instance_id, name, document) VALUES "
-            + ", ".join(["(%s, %s, %s)"] * len(entries))
-            + f" {suffix}",
-            [
-                value
-                for name, entry in entries.items()
-                for value in (id, name, document.get_db_prep_save(entry, connection))
-            ],
-        )
-    if changes:
-        instances = WorkflowInstance._meta
-        columns = [instances.get_field(name) for name in changes]
-        cursor.execute(
-            f"UPDATE {instances.db_table} SET "
-            + ", ".join(f"{field.column} = %s" for field in columns)  # type: ignore[union-attr]
-            + " WHERE id = %s",
-            [
-                field.get_db_prep_save(value, connection)  # type: ignore[union-attr]
-                for field, value in zip(columns, changes.values(), strict=True)
-            ]
-            + [id],
-        )

@@ -1,4 +1,4 @@
-"""PostgreSQL: a claim that rides on an instance's last write (store.instances.Ride).
+"""PostgreSQL: a claim that rides on an instance's last write (store.backends.writes.Ride).
 
 `dw_final_write_ride` (migration 0019) writes what `dw_final_write` writes (postgresql_writes.py)
 and then, if that write landed, leases the next due instance of the ride's workflows (of every
@@ -20,12 +20,12 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from ...models import Status, WorkflowInstance
-from .postgresql_claims import ANY_LAPSED, LAST_SIGNAL_ID, ORDER, QUEUE_FREE_ORDER, lease_update
-from .postgresql_libpq import BOOLEAN, TEXT
-from .postgresql_writes import ANNOUNCED_FLAGS, FLAGS, final_query
-from .rows import INSTANCE_COLUMNS
-from .writes import Routines
+from ....models import Status, WorkflowInstance
+from ..rows import INSTANCE_COLUMNS
+from ..writes import Routines
+from .claims import ANY_LAPSED, LAST_SIGNAL_ID, ORDER, QUEUE_FREE_ORDER, lease_update
+from .libpq import BOOLEAN, TEXT
+from .writes import ANNOUNCED_FLAGS, FLAGS, final_query
 
 _SIGNATURE = (
     "dw_final_write_ride(text, text, jsonb, text, jsonb, jsonb, timestamptz, text, text, "

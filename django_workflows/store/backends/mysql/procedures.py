@@ -24,9 +24,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...models import JournalEntry, WorkflowInstance
-from .mysql_batches import Statement
-from .writes import Routines, routine_for
+from ....models import JournalEntry, WorkflowInstance
+from ..writes import Routines, routine_for
+from .batches import Statement
 
 JOURNAL = "dw_journal_write"
 FINAL = "dw_final_write"

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...models import JournalEntry, WorkflowInstance
-from .base import ENDED_CHANNEL
-from .writes import Routines
+from ....models import JournalEntry, WorkflowInstance
+from ..base import ENDED_CHANNEL
+from ..writes import Routines
 
 FLAGS = "cancel_requested, terminate_requested, cancel_reason"
 _JOURNAL = "dw_journal_write(text, text, jsonb)"

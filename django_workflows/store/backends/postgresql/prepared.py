@@ -13,10 +13,10 @@ from typing import Any
 from django.db.models import Model
 from psycopg.adapt import PyFormat, Transformer
 
-from ...jsonvalues import text as json_text
-from ...models import WorkflowSchedule
-from .params import row_fields, row_values
-from .prepared import Take, columns, prepared_field, set_and_free
+from ....jsonvalues import text as json_text
+from ....models import WorkflowSchedule
+from ..params import row_fields, row_values
+from ..prepared import Take, columns, prepared_field, set_and_free
 
 
 def array_element(connection: Any, value: Any) -> str:

@@ -18,7 +18,7 @@ from typing import Any
 
 from django.db import DatabaseError
 
-from ...models import InstanceAttribute, InstanceTag, JournalEntry, Wait, WorkflowInstance
+from ....models import InstanceAttribute, InstanceTag, JournalEntry, Wait, WorkflowInstance
 
 DEPENDENTS = (JournalEntry, Wait, InstanceTag, InstanceAttribute)  # they point at the instances
 DOOMED = "dw_purged_ids"

@@ -23,12 +23,12 @@ from typing import TYPE_CHECKING, Any
 from django.db import DatabaseError
 from django.db.backends.mysql.base import CursorWrapper as MySQLCursorWrapper
 
-from ...models import JournalEntry, WorkflowInstance
-from .driver import direct
-from .writes import UNSET
+from ....models import JournalEntry, WorkflowInstance
+from ..driver import direct
+from ..writes import UNSET
 
 if TYPE_CHECKING:
-    from ..instances import InstanceWrite
+    from ..writes import InstanceWrite
 
 Statement = tuple[str, list[Any]]
 

@@ -35,7 +35,7 @@ from typing import Any
 
 from psycopg import errors, pq
 
-from . import driver
+from .. import driver
 
 BOOLEAN: Callable[[str], bool] = "t".__eq__
 """A boolean column's text ("t" or "f") as a bool."""

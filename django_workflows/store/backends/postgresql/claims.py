@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...models import Signal, Status, WorkflowInstance
-from . import driver
-from .rows import INSTANCE_COLUMNS, InstanceRows
+from ....models import Signal, Status, WorkflowInstance
+from .. import driver
+from ..rows import INSTANCE_COLUMNS, InstanceRows
 
 LEASE_CLASS = 0x4457574C  # "DWWL": (LEASE_CLASS, hashtext(instance id)), see await_row_lock
 

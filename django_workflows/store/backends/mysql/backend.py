@@ -15,17 +15,28 @@ from django.db import router
 from django.db.models import Model
 from django.db.models.constants import OnConflict
 
-from ...models import Signal, Status, StoreLock, Wait, WorkflowInstance
-from . import mysql_batches, mysql_collations, mysql_deletes, mysql_procedures
-from . import mysql_prepared as prepared_sql
-from .base import Backend, insert
-from .mysql_batches import Statement
-from .prepared import Take
-from .rows import INSTANCE_COLUMNS, InstanceRows
-from .writes import UNSET, fast_writable, journal_rows, write_changes
+from ....models import Signal, Status, StoreLock, Wait, WorkflowInstance
+from ..base import Backend, insert
+from ..prepared import Take
+from ..rows import INSTANCE_COLUMNS, InstanceRows
+from ..writes import UNSET, fast_writable, journal_rows, write_changes
+from . import (
+    batches as mysql_batches,
+)
+from . import (
+    collations as mysql_collations,
+)
+from . import (
+    deletes as mysql_deletes,
+)
+from . import prepared as prepared_sql
+from . import (
+    procedures as mysql_procedures,
+)
+from .batches import Statement
 
 if TYPE_CHECKING:
-    from ..instances import InstanceWrite, Ride
+    from ..writes import InstanceWrite, Ride
 
 SIGNAL_LOCK_NAME = "signals"
 """The StoreLock row that signals lock exclusively and writes registering waits shared."""

@@ -15,8 +15,8 @@ from django.db.models.constants import OnConflict
 from django.db.models.expressions import RawSQL
 from django.db.models.lookups import Exact
 
-from ...jsonvalues import text as json_text
-from ...models import (
+from ....jsonvalues import text as json_text
+from ....models import (
     FINISHED,
     InstanceAttribute,
     InstanceTag,
@@ -26,17 +26,11 @@ from ...models import (
     Wait,
     WorkflowInstance,
 )
-from . import driver
-from . import postgresql_claims as claims
-from . import postgresql_libpq as libpq
-from . import postgresql_prepared as prepared_sql
-from . import postgresql_rides as rides_sql
-from . import postgresql_writes as writes_sql
-from .base import ENDED_CHANNEL, NOTIFY_CHANNEL, Backend, insert_rows
-from .postgresql_claims import LEASE_CLASS
-from .prepared import Take
-from .rows import InstanceRows
-from .writes import (
+from .. import driver
+from ..base import ENDED_CHANNEL, NOTIFY_CHANNEL, Backend, insert_rows
+from ..prepared import Take
+from ..rows import InstanceRows
+from ..writes import (
     UNSET,
     fast_writable,
     journal_rows,
@@ -44,9 +38,14 @@ from .writes import (
     unpark_statement,
     write_changes,
 )
+from . import claims, libpq
+from . import prepared as prepared_sql
+from . import rides as rides_sql
+from . import writes as writes_sql
+from .claims import LEASE_CLASS
 
 if TYPE_CHECKING:
-    from ..instances import InstanceWrite, Ride
+    from ..writes import InstanceWrite, Ride
 
 logger = logging.getLogger("django_workflows")
 

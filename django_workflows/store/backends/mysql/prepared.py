@@ -11,9 +11,9 @@ from typing import Any
 
 from django.db.models import Model
 
-from ...models import WorkflowSchedule
-from .params import insert_head_and_suffix, row_values
-from .prepared import CASE_CHUNK, Take, columns, prepared_field, takeable, update_by_case
+from ....models import WorkflowSchedule
+from ..params import insert_head_and_suffix, row_values
+from ..prepared import CASE_CHUNK, Take, columns, prepared_field, takeable, update_by_case
 
 INSERT_CHUNK = 2_000  # rows an INSERT sends at most
 
