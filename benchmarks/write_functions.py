@@ -43,8 +43,8 @@ def main() -> None:
 
     import django_workflows as wf
     from django_workflows import clock
+    from django_workflows.engine.registry import registry
     from django_workflows.models import Status
-    from django_workflows.registry import registry
     from django_workflows.store import claims
     from django_workflows.store import instances as store
     from django_workflows.store.backends import backend

@@ -14,12 +14,12 @@ from django.utils.module_loading import import_string
 
 from . import clock, codecs, middleware
 from .conf import database_alias, get_settings
+from .engine.registry import registry
+from .engine.retries import RetryPolicy
 from .models import KEY_LENGTH
-from .registry import registry
-from .retries import RetryPolicy
 from .store import workers as worker_registry
 from .store.backends import backend
-from .tables import pending_migrations
+from .store.tables import pending_migrations
 
 # How far back check_queues looks in the registry of workers for the queues they list.
 QUEUES_SEEN_WITHIN = timedelta(days=1)

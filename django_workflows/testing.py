@@ -90,10 +90,10 @@ def replay(journal_or_instance_id: Any, workflow: Any = None) -> None:
     TypeError for an argument of another type; ValueError for text or a file that is not an
     export; WorkflowPayloadError when the codec cannot read a stored instance.
     """
+    from .client.exports import export_instance, read_export
     from .definitions import Workflow
-    from .exports import export_instance, read_export
-    from .registry import registry
-    from .replaycheck import replay_journal
+    from .engine.registry import registry
+    from .engine.replaycheck import replay_journal
 
     if workflow is not None and not isinstance(workflow, Workflow | str):
         raise TypeError(

@@ -12,8 +12,9 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
-from . import webhooks
+from .client import webhooks
 from .conf import database_alias, get_settings
+from .engine.webhooks import read
 from .store.values import to_json
 
 JSON_TYPES = ("application/json",)
@@ -37,7 +38,7 @@ def webhook(request: HttpRequest, token: str) -> HttpResponse:
     compensating or asked to cancel or terminate); 413 for a body over WEBHOOK['MAX_BYTES'];
     400 for a body that is not JSON; 411 for a chunked body the server cannot read (WSGI
     without `wsgi.input_terminated`); 405 for another method."""
-    if webhooks.read(token) is None:
+    if read(token) is None:
         return _not_found()  # before reading a byte of a stranger's body
     limit = get_settings().webhook.max_bytes
     try:

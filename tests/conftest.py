@@ -78,7 +78,7 @@ def events():
 def define():
     """`define(name, **options)` decorates a workflow for this test only: unregistered after."""
     from django_workflows import workflow
-    from django_workflows.registry import registry
+    from django_workflows.engine.registry import registry
 
     defined = []
 

@@ -52,9 +52,9 @@ def claim_ids(names: list[str], *, limit: int, lease: str = "30s") -> list[str]:
 
     from django_workflows import clock
     from django_workflows.durations import parse_duration
-    from django_workflows.registry import registry
+    from django_workflows.engine.registry import registry
     from django_workflows.store import instances as store
-    from django_workflows.worker import limit_rules
+    from django_workflows.worker.worker import limit_rules
 
     concurrency, rates = limit_rules(names)
     now = clock.now()

@@ -14,17 +14,17 @@ from django.template.response import TemplateResponse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
+from ..client.forks import fork as fork_instance
 from ..conf import database_alias
 from ..engine.journal import FORK_ENTRY
+from ..engine.registry import registry
 from ..errors import (
     WorkflowIdConflictError,
     WorkflowNotFoundError,
     WorkflowPayloadError,
     WorkflowStateError,
 )
-from ..forks import fork as fork_instance
 from ..models import JournalEntry, WorkflowInstance
-from ..registry import registry
 from .actions import unreadable
 from .display import change_url, changelist_url, status_badge
 

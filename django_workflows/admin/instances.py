@@ -18,7 +18,8 @@ from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
-from .. import approvals, client, operations
+from ..client import approvals, operations
+from ..client import instances as client
 from ..conf import database_alias
 from ..models import Signal, WorkflowInstance, WorkflowSchedule
 from ..store.published import PREFIX as VALUE_PREFIX

@@ -10,7 +10,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from ..definitions import DEFAULT_QUEUE
-from ..registry import registry
+from ..engine.registry import registry
 from ..store.backends import backend
 
 LISTED_QUEUES = 100

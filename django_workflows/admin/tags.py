@@ -12,8 +12,8 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
 from ..attributes import TAG_LENGTH, to_value
+from ..engine.registry import registry
 from ..models import InstanceTag, WorkflowInstance
-from ..registry import registry
 from .display import changelist_url
 
 RECENT_TAGS = 500

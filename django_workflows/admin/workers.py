@@ -13,9 +13,9 @@ from django.utils.timesince import timesince
 
 from .. import clock
 from ..conf import database_alias
-from ..health import health
 from ..models import WorkerProcess, WorkflowInstance
 from ..store import workers as worker_registry
+from ..worker.health import health
 from .browse import ReadOnlyAdmin
 from .display import changelist_url
 

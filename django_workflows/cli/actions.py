@@ -12,11 +12,12 @@ from typing import Any
 
 from django.core.management.base import CommandError, OutputWrapper
 
-from .. import approvals, client, operations
+from ..client import approvals, operations
+from ..client import instances as client
 from ..conf import database_alias
 from ..durations import parse_duration
+from ..engine.starts import check_key
 from ..errors import WorkflowNotFoundError, WorkflowPayloadError, WorkflowStateError
-from ..instances import check_key
 from ..jsonvalues import MAX_MESSAGE, check_text
 from ..results import InstanceStatus
 from .documents import dumps, instance_document

@@ -11,13 +11,13 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import CommandError, OutputWrapper
 
 from .. import clock
-from ..client import get_status, list_instances
+from ..client.instances import get_status, list_instances
 from ..conf import database_alias
 from ..definitions import DEFAULT_QUEUE, check_queue
+from ..engine.registry import registry
+from ..engine.starts import check_key
 from ..errors import WorkflowPayloadError
-from ..instances import check_key
 from ..models import FINISHED, UNFINISHED, Status, WorkerProcess, WorkflowInstance
-from ..registry import registry
 from ..results import InstanceStatus
 from .columns import Column, span, table, terminal_width, when
 from .documents import dumps, inline, instance_document

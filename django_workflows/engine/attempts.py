@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 from django.db import connections
 
 from .. import errors, middleware
-from ..scope import running_step
 from . import journal
+from .scope import running_step
 from .stepcontext import StepContext
 from .tracebacks import raised_at
 

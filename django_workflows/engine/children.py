@@ -15,12 +15,13 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from .. import errors, instances
+from .. import errors
 from ..definitions import DEFAULT_QUEUE
 from ..durations import Duration
 from ..models import KEY_LENGTH, UNFINISHED, Status, WorkflowInstance
-from ..registry import registry
 from . import journal
+from . import starts as instances
+from .registry import registry
 from .replay import sibling
 from .waits import SignalCondition, Waitable, wait
 

@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Any
 
 from .. import errors
 from ..models import Status
-from ..retries import default_retry
 from ..store import instances as store
 from . import journal
 from .attempts import attempt_failed, invoke
+from .retries import default_retry
 from .stepcontext import StepContext
 from .steplog import carried
 from .tracebacks import attempt_error

@@ -19,13 +19,14 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from .. import errors, wakeups
+from .. import errors
 from ..models import Status
-from ..registry import registry
 from ..store import instances as store
+from ..store import wakeups
 from ..store.signals import first_unconsumed
 from . import journal
 from .interrupts import ContinueAsNew
+from .registry import registry
 from .status import UNSET
 
 if TYPE_CHECKING:

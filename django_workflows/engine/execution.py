@@ -8,10 +8,11 @@ import sys
 from datetime import datetime, timedelta
 from typing import Any
 
-from .. import clock, errors, wakeups
+from .. import clock, errors
 from ..models import Status, WorkflowInstance
 from ..store import instances as store
 from ..store import schedules as schedules_store
+from ..store import wakeups
 from . import children, compensations, continuation, journal
 from .context import WorkflowContext
 from .interrupts import (

@@ -14,13 +14,13 @@ from .. import errors
 from ..durations import Duration, parse_duration
 from ..jsonvalues import UnstorableValueError
 from ..models import JOURNAL_NAME_LENGTH
-from ..retries import default_retry
 from . import atomic as atomic_steps
 from . import journal
 from .attempts import attempt_failed, invoke
 from .compensations import register
 from .coroutines import refuse_async_fn, refuse_coroutine
 from .interrupts import Suspend
+from .retries import default_retry
 from .stepcontext import StepContext
 from .steplog import carried
 from .tracebacks import attempt_error

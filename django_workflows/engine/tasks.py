@@ -23,10 +23,10 @@ from .. import errors
 from ..durations import Duration, parse_duration
 from ..jsonvalues import UnstorableValueError
 from ..models import JOURNAL_NAME_LENGTH
-from ..retries import default_retry
 from ..store.addressed import GIVEN_BACK, TASK_PREFIX, TASK_SIGNAL
 from . import journal
 from .approvals import addressed_to, completed_before
+from .retries import default_retry
 from .stepcontext import StepContext
 from .steps import _check_arguments, step
 from .waits import SignalCondition, TimerCondition, sleep, wait

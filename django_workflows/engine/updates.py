@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..definitions import UPDATE_PREFIX, check_update_name
 from ..durations import Duration
-from ..instances import check_key
+from .starts import check_key
 from .waits import SignalCondition, timer, wait
 
 if TYPE_CHECKING:

@@ -9,9 +9,10 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from .. import errors, wakeups
+from .. import errors
 from ..jsonvalues import check_text, size
 from ..models import JOURNAL_NAME_LENGTH
+from ..store import wakeups
 from ..store.published import PREFIX
 from . import journal
 from .interrupts import ReplayEnd

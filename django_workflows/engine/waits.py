@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from .. import errors
 from ..definitions import WorkflowSignal
 from ..durations import Duration, parse_duration
-from ..instances import check_key
 from ..results import WaitOutcome
 from . import journal
+from .starts import check_key
 
 if TYPE_CHECKING:
     from .runtime import Runtime

@@ -1,6 +1,10 @@
 """Durable webhooks, the engine's side: ctx.webhook(name) mints a one-shot URL, journaled, and
 Webhook.wait() waits for its POST as the engine's own signal `$webhook` keyed by the webhook.
 
+A token is `django.core.signing` of [instance id, webhook name, key], salted with the instance
+id and the name, so it opens one webhook of one instance and nothing else; read() checks one
+(client/webhooks.py delivers the POST it opens).
+
 Minting is journaled as `$webhook:<name>` (its random key, never the token: the token is
 signed again from it on replay, and the journal holds no bearer secret; the key alone opens
 nothing without SECRET_KEY, so it is kept in plain beside the result, for the view to check); the wait as
@@ -9,12 +13,15 @@ nothing without SECRET_KEY, so it is kept in plain beside the result, for the vi
 
 from __future__ import annotations
 
+import binascii
+import json
+import secrets
 from typing import TYPE_CHECKING, Any
 
+from django.core import signing
 from django.core.exceptions import ImproperlyConfigured
 from django.urls import NoReverseMatch, reverse
 
-from .. import webhooks
 from ..conf import get_settings
 from ..durations import Duration
 from ..models import JOURNAL_NAME_LENGTH
@@ -24,6 +31,59 @@ if TYPE_CHECKING:
     from .runtime import Runtime
 
 URL_NAME = "django_workflows:webhook"
+
+SIGNAL = "$webhook"
+"""The engine's own signal a webhook's POST is delivered as, keyed by the webhook's key."""
+
+
+def new_key() -> str:
+    """A webhook's random key: one instance's (fork() gives a fork's copy a new one)."""
+    return secrets.token_urlsafe(16)
+
+
+def mint_entry(name: str) -> str:
+    """The journal entry that holds the key of the webhook `name`."""
+    return f"$webhook:{name}"
+
+
+def wait_entry(name: str) -> str:
+    """The journal entry of the wait for the webhook `name`'s POST."""
+    return f"$webhook-wait:{name}"
+
+
+def _signer(instance_id: str, name: str) -> signing.Signer:
+    return signing.Signer(salt=f"django_workflows.webhook:{instance_id}:{name}")
+
+
+def sign(instance_id: str, name: str, key: str) -> str:
+    """The token of the webhook `name` of instance `instance_id` with the journaled `key`: the
+    same on every replay (an HMAC of them with SECRET_KEY), URL-safe."""
+    return _signer(instance_id, name).sign_object([instance_id, name, key])
+
+
+def read(token: str) -> tuple[str, str, str] | None:
+    """(instance id, name, key) of a token that `sign()` made with this SECRET_KEY (or one of
+    SECRET_KEY_FALLBACKS), or None for anything else: a forged, altered or moved token."""
+    if not isinstance(token, str) or token.count(signing.Signer().sep) != 1:
+        return None
+    value = token.split(signing.Signer().sep)[0]
+    try:
+        # The unsigned part names the salt to check the signature with; it is trusted only
+        # once that signature, which covers it, holds.
+        claimed = json.loads(signing.b64_decode(value.encode()).decode())
+        instance_id, name, _ = claimed
+        if not isinstance(instance_id, str) or not isinstance(name, str):
+            return None
+        checked = _signer(instance_id, name).unsign_object(token)
+    except (signing.BadSignature, ValueError, TypeError, binascii.Error, UnicodeError):
+        return None
+    if not (
+        isinstance(checked, list)
+        and len(checked) == 3
+        and all(isinstance(part, str) for part in checked)
+    ):
+        return None
+    return checked[0], checked[1], checked[2]
 
 
 class Webhook:
@@ -64,21 +124,21 @@ def url_for(token: str) -> str:
 
 def webhook(x: Runtime, name: str) -> Webhook:
     """The webhook `name`: minted once (its key journaled), the same token on every replay."""
-    longest = len(webhooks.wait_entry(name))  # the longer of its two entries' names
+    longest = len(wait_entry(name))  # the longer of its two entries' names
     if longest > JOURNAL_NAME_LENGTH:
         raise ValueError(
             f'The webhook name "{name[:40]}..." is {len(name)} characters long; the most it can '
             f"be is {len(name) - longest + JOURNAL_NAME_LENGTH}."
         )
-    entry_name = webhooks.mint_entry(name)
+    entry_name = mint_entry(name)
     position, entry = x.enter(entry_name, "webhook")
     if entry is not None and entry["status"] == journal.COMPLETED:
         key = entry["key"]
-        token = webhooks.sign(x.instance.id, name, key)
+        token = sign(x.instance.id, name, key)
         return Webhook(token, url_for(token), name=name, key=key, execution=x)
     x.check_interrupts(entry_name, entry)
-    key = webhooks.new_key()
-    token = webhooks.sign(x.instance.id, name, key)
+    key = new_key()
+    token = sign(x.instance.id, name, key)
     url = url_for(token)  # before the entry: a URLconf without the route records nothing
     now = journal.timestamp(x.now())
     x.record(
@@ -95,7 +155,7 @@ def webhook(x: Runtime, name: str) -> Webhook:
 
 def wait(x: Runtime, name: str, key: str, timeout: Duration | None) -> Any:
     """The wait for the POST of the webhook `name`: its body, or None past `timeout`."""
-    conditions: dict[str, Any] = {"webhook": waits.SignalCondition(webhooks.SIGNAL, key, None)}
+    conditions: dict[str, Any] = {"webhook": waits.SignalCondition(SIGNAL, key, None)}
     if timeout is not None:
         conditions["timeout"] = waits.timer(timeout)
-    return waits.wait(x, webhooks.wait_entry(name), conditions).value
+    return waits.wait(x, wait_entry(name), conditions).value

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from ..definitions import Schedule, Workflow
-from ..instances import wake_on_commit
+from ..engine.starts import wake_on_commit
 from ..models import WorkflowSchedule
 from ..store import ahead as store
 from ..store import schedules as schedule_store

@@ -14,14 +14,14 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from .. import clock
-from ..client import check_page, get_status
+from ..client.instances import check_page, get_status
 from ..conf import database_alias
 from ..definitions import Schedule, Workflow, check_schedule_id, check_schedule_options
 from ..durations import Duration
+from ..engine.registry import registry
 from ..errors import WorkflowNotFoundError, WorkflowStateError
 from ..jsonvalues import check_lookup
 from ..models import Status, WorkflowSchedule
-from ..registry import registry
 from ..results import StartResult
 from ..store import schedules as store
 from ..store.values import to_json

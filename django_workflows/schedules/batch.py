@@ -20,11 +20,11 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ..definitions import Schedule, Workflow
+from ..engine.registry import registry
+from ..engine.starts import NewInstance, new_instance, start_new_instances
 from ..errors import WorkflowPayloadError
 from ..events import emit
-from ..instances import NewInstance, new_instance, start_new_instances
 from ..models import WorkflowSchedule
-from ..registry import registry
 from ..store import schedules as store
 from . import timing as timings
 from .declared import CONFIRM_EVERY

@@ -12,8 +12,8 @@ from typing import Any
 
 from .. import clock
 from ..definitions import Schedule, Workflow
+from ..engine.registry import registry
 from ..models import WorkflowSchedule
-from ..registry import registry
 from ..store import schedules as store
 from . import timing as timings
 from .state import State, next_wake, read_time, spec_of

@@ -19,12 +19,12 @@ from datetime import datetime, timedelta
 from django.db import connections, transaction
 
 from .. import clock
-from ..client import cancel
+from ..client.instances import cancel
 from ..definitions import Schedule, Workflow
 from ..errors import WorkflowError, WorkflowIdConflictError, WorkflowPayloadError
 from ..models import WorkflowSchedule
-from ..renewer import refresh_connections
 from ..store import schedules as store
+from ..store.connections import refresh_connections
 from . import batch
 from .ahead import PREPARE_EVERY, Ahead
 from .declared import CONFIRM_EVERY, declared_in_code, sync_declared

@@ -7,10 +7,10 @@ from __future__ import annotations
 from datetime import datetime
 
 from ..definitions import Schedule, ScheduleOccurrence, Workflow
+from ..engine.registry import registry
+from ..engine.starts import start_instance
 from ..errors import WorkflowIdConflictError
-from ..instances import start_instance
 from ..models import WorkflowInstance, WorkflowSchedule
-from ..registry import registry
 from .declared import declared_in_code
 from .ids import occurrence_id
 

@@ -14,12 +14,12 @@ from django.utils.crypto import get_random_string
 from django.utils.module_loading import import_string
 
 from .. import clock
-from ..client import get_status
+from ..client.instances import get_status
 from ..conf import database_alias
 from ..definitions import Retry, check_queue
-from ..instances import start_instance
+from ..engine.registry import registry
+from ..engine.starts import start_instance
 from ..jsonvalues import check_text
-from ..registry import registry
 from ..store import instances as store
 from .compat import (
     TASK_MAX_PRIORITY,

@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from .. import clock
+from ..engine.registry import registry, workflow
+from ..engine.retries import default_retry
 from ..engine.tracebacks import format_traceback
-from ..registry import registry, workflow
-from ..retries import default_retry
 from .compat import (
     TaskContext,
     TaskResultStatus,

@@ -9,7 +9,7 @@ from typing import Any
 from django.core.checks import Error, register
 
 from ..definitions import Workflow
-from ..registry import registry
+from ..engine.registry import registry
 from .mappings import SignalOn, StartOn, declared, resolve_sender
 
 

@@ -13,12 +13,12 @@ from typing import Any
 from django.db import transaction
 from django.dispatch import Signal
 
-from .. import client
+from ..client import instances as client
 from ..conf import database_alias
 from ..definitions import Workflow, check_priority
+from ..engine.registry import registry
+from ..engine.starts import check_key
 from ..errors import WorkflowDefinitionError
-from ..instances import check_key
-from ..registry import registry
 from ..results import SignalResult, StartResult
 from ..schedules.ids import is_occurrence_id
 from ..store.values import to_json

@@ -9,7 +9,7 @@ import pytest
 from django.db import DatabaseError
 
 import django_workflows as wf
-from django_workflows import instances
+from django_workflows.engine import starts as instances
 from django_workflows.models import WorkflowInstance
 
 pytestmark = pytest.mark.django_db

@@ -64,7 +64,7 @@ def test_a_bad_option_or_id_stops_before_any_id_is_acted_on(instances, args, mes
 
 
 def test_a_workflow_no_longer_registered_is_known_by_its_stored_instances(instances):
-    from django_workflows.registry import registry
+    from django_workflows.engine.registry import registry
 
     registry.unregister(registry.get("cli-signup", 1))
     status, out, err = run("list", "-q", "--workflow", "cli-signup")

@@ -132,7 +132,7 @@ def test_a_signal_inside_a_serializable_transaction(workflow_clock):
 
 def test_a_step_result_that_is_not_json_fails_the_step_with_a_type_error(world, workflow_clock):
     from django_workflows import workflow
-    from django_workflows.registry import registry
+    from django_workflows.engine.registry import registry
 
     @workflow("returns-a-set")
     def returns_a_set(ctx, input):

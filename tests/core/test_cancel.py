@@ -168,7 +168,7 @@ def test_cancel_of_a_compensating_instance_is_not_accepted(world, workflow_clock
 
 def test_a_running_instance_finishes_its_step_and_stops_at_its_next_ctx_call(world, workflow_clock):
     from django_workflows import workflow
-    from django_workflows.registry import registry
+    from django_workflows.engine.registry import registry
 
     def charge_then_cancel(step):
         charge = world.charge(order(), step.idempotency_key)

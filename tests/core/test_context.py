@@ -9,7 +9,7 @@ import pytest
 
 import django_workflows as wf
 from django_workflows import workflow
-from django_workflows.registry import registry
+from django_workflows.engine.registry import registry
 from tests.core.helpers import journal, order
 from tests.testapp.workflows import fulfil_order, fulfilment_id
 from tests.testapp.world import world as the_world

@@ -13,8 +13,8 @@ from django.db import connections
 from django.utils import timezone
 
 import django_workflows as wf
+from django_workflows.engine.registry import registry
 from django_workflows.models import JournalEntry, WorkflowInstance
-from django_workflows.registry import registry
 from django_workflows.worker import Worker
 from tests.helpers import wait_until, worker_thread
 

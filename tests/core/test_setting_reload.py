@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from django_workflows import clock, retries
+from django_workflows import clock
+from django_workflows.engine import retries
 
 
 class FixedClock:

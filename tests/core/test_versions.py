@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import django_workflows as wf
-from django_workflows.registry import registry
+from django_workflows.engine.registry import registry
 from django_workflows.worker import Worker
 from tests.testapp.workflows import versioned_v1
 

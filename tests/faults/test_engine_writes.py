@@ -12,8 +12,8 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 import django_workflows as wf
+from django_workflows.engine.registry import registry
 from django_workflows.models import JournalEntry, WorkflowInstance
-from django_workflows.registry import registry
 from django_workflows.store.backends import backend
 
 from .conftest import interrupt_the_lock_waiter

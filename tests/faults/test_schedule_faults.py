@@ -13,8 +13,8 @@ from django.utils import timezone
 
 import django_workflows as wf
 from django_workflows import clock, schedules
+from django_workflows.engine.registry import registry
 from django_workflows.models import WorkflowInstance, WorkflowSchedule
-from django_workflows.registry import registry
 from django_workflows.schedules.declared import declared_in_code
 from django_workflows.schedules.ids import occurrence_id
 from django_workflows.schedules.runner import Scheduler

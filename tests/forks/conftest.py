@@ -5,7 +5,7 @@ from collections import Counter
 import pytest
 
 import django_workflows as wf
-from django_workflows.registry import registry
+from django_workflows.engine.registry import registry
 
 
 @pytest.fixture

@@ -8,8 +8,8 @@ from collections import Counter
 import pytest
 
 import django_workflows as wf
+from django_workflows.engine.registry import registry
 from django_workflows.models import JournalEntry
-from django_workflows.registry import registry
 
 pytestmark = pytest.mark.django_db
 

@@ -1,9 +1,10 @@
 """The house's import graph, read from the source with `ast` (nothing is imported), and the checks
-the guard tests make on it: circles, forbidden imports, vendor tests, module sizes.
+the guard tests make on it: circles, imports that point up the layers, private members used
+across modules, vendor tests, module sizes.
 
 The graph is read as the project's house check (house.py) reads it, so the two agree:
-- an import inside a function counts (it still runs, it only runs later); an import under
-  `if TYPE_CHECKING:` does not (it never runs);
+- every import counts: one inside a function (it still runs, only later) and one under
+  `if TYPE_CHECKING:` (it never runs, but a reader must follow it as much as any other);
 - `from .x import y` imports `x`, and `x.y` too when that is a module;
 - an import that resolves to a package imports its `__init__`;
 - an import from a module into the `__init__` of a package that contains it is no edge: Python
@@ -17,7 +18,7 @@ from __future__ import annotations
 import ast
 import re
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,23 +75,11 @@ def read_package(package_dir: Path) -> dict[str, Module]:
     return modules
 
 
-def _is_type_checking(test: ast.expr) -> bool:
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
-
-
 def _import_nodes(tree: ast.AST) -> Iterable[ast.Import | ast.ImportFrom]:
-    """Every import statement that runs, at any depth; the body of `if TYPE_CHECKING:` never runs."""
-    pending: list[ast.AST] = [tree]
-    while pending:
-        node = pending.pop()
+    """Every import statement, at any depth, `if TYPE_CHECKING:` blocks included."""
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import | ast.ImportFrom):
             yield node
-        elif isinstance(node, ast.If) and _is_type_checking(node.test):
-            pending.extend(node.orelse)
-        else:
-            pending.extend(ast.iter_child_nodes(node))
 
 
 def _named_targets(module: Module, node: ast.Import | ast.ImportFrom) -> list[str]:
@@ -224,17 +213,82 @@ def in_layer(name: str, layer: str) -> bool:
     return name == layer or _contains(layer, name)
 
 
-def forbidden_imports(graph: Graph, rules: Mapping[str, Iterable[str]]) -> list[Edge]:
-    """Every import by a module of a layer of `rules` (layer -> what it may not import) of a
-    module it may not import."""
-    return [
-        edge
-        for source, edges in sorted(graph.items())
-        for layer, forbidden in rules.items()
-        if in_layer(source, layer)
-        for target, edge in sorted(edges.items())
-        if any(in_layer(target, banned) for banned in forbidden)
-    ]
+def layer_of(name: str, layers: Sequence[Iterable[str]]) -> int | None:
+    """The index in `layers` (each a list of modules or packages) of the one that holds `name`
+    most closely: the longest entry that is `name` or contains it wins, so a module named on
+    its own sits in its layer whatever its package's. The top package's name stands for its
+    `__init__` alone."""
+    best: tuple[int, int] | None = None
+    for index, layer in enumerate(layers):
+        for entry in layer:
+            holds = name == entry if "." not in entry else in_layer(name, entry)
+            if holds and (best is None or len(entry) > best[1]):
+                best = (index, len(entry))
+    return None if best is None else best[0]
+
+
+def upward_imports(graph: Graph, layers: Sequence[Iterable[str]]) -> list[Edge]:
+    """Every import of a module by a module of a lower layer of `layers` (listed from the
+    ground up), and every import by or of a module that no layer holds."""
+    found = []
+    for source, edges in sorted(graph.items()):
+        for target, edge in sorted(edges.items()):
+            low, high = layer_of(source, layers), layer_of(target, layers)
+            if low is None or high is None or high > low:
+                found.append(edge)
+    return found
+
+
+def unplaced(modules: Iterable[str], layers: Sequence[Iterable[str]]) -> list[str]:
+    """The modules that no layer of `layers` holds."""
+    return sorted(name for name in modules if layer_of(name, layers) is None)
+
+
+def _defined_names(tree: ast.AST) -> set[str]:
+    """The names a module defines: its functions, classes, assigned names and attributes
+    (`self._x = ...`), and its classes' and functions' parameters."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            names.add(node.attr)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+    return names
+
+
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def private_members(
+    modules: Mapping[str, Module], under: Iterable[str], allowed: Iterable[str] = ()
+) -> list[str]:
+    """`path:line: name` of each private member (one leading underscore) that a module of the
+    packages `under` uses but does not define: an attribute (`x._lock`) or an imported name
+    (`from .x import _helper`). `allowed`: the few private names of Django's own that the
+    store relies on (`Model._meta`)."""
+    allowed = set(allowed)
+    found = []
+    for module in modules.values():
+        if not any(in_layer(module.name, package) for package in under):
+            continue
+        tree = ast.parse(module.source, str(module.path))
+        defined = _defined_names(tree)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute):
+                used = [node.attr] if node.attr not in defined else []
+            elif isinstance(node, ast.ImportFrom):
+                used = [alias.name for alias in node.names]
+            else:
+                continue
+            for name in used:
+                if _is_private(name) and name not in allowed:
+                    found.append(f"{module.relative}:{node.lineno}: {name}")
+    return sorted(set(found))
 
 
 def vendor_tests(modules: Mapping[str, Module], allowed_under: str) -> list[str]:

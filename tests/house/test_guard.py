@@ -1,6 +1,6 @@
 """The guard itself: on a small package written to a temporary folder, it reports the circles, the
-forbidden imports, the vendor tests and the long modules planted there, so that the house tests
-cannot pass by seeing nothing."""
+imports up the layers, the private members, the vendor tests and the long modules planted there,
+so that the house tests cannot pass by seeing nothing."""
 
 from __future__ import annotations
 
@@ -9,13 +9,21 @@ from pathlib import Path
 
 from tests.house.imports import (
     circles,
-    forbidden_imports,
     import_graph,
     oversized,
+    private_members,
     read_package,
+    unplaced,
+    upward_imports,
     vendor_tests,
 )
-from tests.house.test_imports import MAX_LINES, MAY_NOT_IMPORT, VENDORS_LIVE_IN
+from tests.house.test_imports import (
+    DJANGO_PRIVATE,
+    LAYERS,
+    MAX_LINES,
+    PRIVATE_STAYS_IN,
+    VENDORS_LIVE_IN,
+)
 
 
 def package(tmp_path: Path, files: dict[str, str]) -> Path:
@@ -72,7 +80,7 @@ def test_a_longer_circle_is_reported_through_every_module_in_it(tmp_path):
     ]
 
 
-def test_an_import_under_type_checking_is_no_edge_but_its_else_branch_is(tmp_path):
+def test_an_import_under_type_checking_closes_a_circle_too(tmp_path):
     root = package(
         tmp_path,
         {
@@ -83,20 +91,12 @@ def test_an_import_under_type_checking_is_no_edge_but_its_else_branch_is(tmp_pat
                 if TYPE_CHECKING:
                     from .a import Thing
             """,
-            "c.py": """\
-                import typing
-
-                if typing.TYPE_CHECKING:
-                    pass
-                else:
-                    from .a import Thing
-            """,
         },
     )
     graph = import_graph(read_package(root))
-    assert edges(graph, "b") == set()
-    assert edges(graph, "c") == {"django_workflows.a"}
-    assert circles(graph) == []
+    assert edges(graph, "b") == {"django_workflows.a"}
+    [circle] = circles(graph)
+    assert circle.modules == ["django_workflows.a", "django_workflows.b"]
 
 
 def test_a_package_counts_as_its_init_but_not_for_its_own_modules(tmp_path):
@@ -119,49 +119,97 @@ def test_a_package_counts_as_its_init_but_not_for_its_own_modules(tmp_path):
     assert circles(graph) == []
 
 
-def test_the_engine_importing_the_client_breaks_the_rules(tmp_path):
+def test_the_engine_importing_the_client_or_the_worker_points_up(tmp_path):
     root = package(
         tmp_path,
         {
-            "client.py": "",
-            "worker.py": "",
+            "client/instances.py": "",
+            "worker/worker.py": "",
             "management/commands/runworkflows.py": "",
             "engine/steps.py": """\
                 from django_workflows.management.commands import runworkflows
 
 
                 def run():
-                    from ..client import start
+                    from ..client.instances import start
             """,
-            "engine/waits.py": "from ..worker import Worker\nfrom . import steps\n",
+            "engine/waits.py": "from ..worker.worker import Worker\nfrom . import steps\n",
         },
     )
-    found = forbidden_imports(import_graph(read_package(root)), MAY_NOT_IMPORT)
+    found = upward_imports(import_graph(read_package(root)), LAYERS)
     assert [str(edge) for edge in found] == [
-        "django_workflows.engine.steps imports django_workflows.client (line 5)",
+        "django_workflows.engine.steps imports django_workflows.client.instances (line 5)",
         "django_workflows.engine.steps imports django_workflows.management.commands (line 1)",
         "django_workflows.engine.steps imports django_workflows.management.commands.runworkflows "
         "(line 1)",
-        "django_workflows.engine.waits imports django_workflows.worker (line 1)",
+        "django_workflows.engine.waits imports django_workflows.worker.worker (line 1)",
     ]
 
 
-def test_the_store_importing_the_engine_or_the_schedules_breaks_the_rules(tmp_path):
+def test_the_store_importing_the_engine_or_the_schedules_points_up(tmp_path):
     root = package(
         tmp_path,
         {
             "engine/journal.py": "",
+            "schedules/runner.py": "",
             "schedules/timing.py": "",
             "errors.py": "",
-            "store/schedules.py": "from ..schedules import timing\nfrom .. import errors\n",
+            "store/schedules.py": "from ..schedules import runner, timing\nfrom .. import errors\n",
             "store/instances.py": "from .schedules import x\nfrom ..engine.journal import y\n",
         },
     )
-    found = forbidden_imports(import_graph(read_package(root)), MAY_NOT_IMPORT)
+    found = upward_imports(import_graph(read_package(root)), LAYERS)
     assert [(edge.source, edge.target) for edge in found] == [
         ("django_workflows.store.instances", "django_workflows.engine.journal"),
         ("django_workflows.store.schedules", "django_workflows.schedules"),
-        ("django_workflows.store.schedules", "django_workflows.schedules.timing"),
+        ("django_workflows.store.schedules", "django_workflows.schedules.runner"),
+    ]
+
+
+def test_a_ground_value_importing_the_models_points_up_and_a_stray_module_is_named(tmp_path):
+    root = package(
+        tmp_path,
+        {
+            "models.py": "from .errors import Bad\n",
+            "errors.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .models import M\n",
+            "stray.py": "",
+        },
+    )
+    modules = read_package(root)
+    found = upward_imports(import_graph(modules), LAYERS)
+    assert [str(edge) for edge in found] == [
+        "django_workflows.errors imports django_workflows.models (line 3)"
+    ]
+    assert unplaced(modules, LAYERS) == ["django_workflows.stray"]
+
+
+def test_a_private_member_used_across_modules_is_reported(tmp_path):
+    root = package(
+        tmp_path,
+        {
+            "engine/runtime.py": """\
+                class Runtime:
+                    def __init__(self):
+                        self._lock = None
+
+                    def held(self):
+                        return self._lock
+            """,
+            "engine/steps.py": """\
+                from .runtime import _helper
+
+
+                def run(x, model):
+                    with x._lock:
+                        return model._meta, x.__class__
+            """,
+            "client/calls.py": "def run(x):\n    return x._lock\n",
+        },
+    )
+    found = private_members(read_package(root), PRIVATE_STAYS_IN, DJANGO_PRIVATE)
+    assert found == [
+        "django_workflows/engine/steps.py:1: _helper",
+        "django_workflows/engine/steps.py:5: _lock",
     ]
 
 

@@ -16,8 +16,8 @@ from django.db import connection
 
 import django_workflows as wf
 from django_workflows import Concurrency, clock
+from django_workflows.engine.registry import registry
 from django_workflows.models import WorkflowInstance
-from django_workflows.registry import registry
 from django_workflows.store import instances as store
 from django_workflows.store import parking
 from django_workflows.store.limits import ConcurrencyRule

@@ -8,9 +8,9 @@ from datetime import timedelta
 import pytest
 
 import django_workflows as wf
+from django_workflows.engine.registry import registry
 from django_workflows.events import workflow_event
 from django_workflows.models import WorkflowInstance
-from django_workflows.registry import registry
 from tests.core.helpers import entry, order
 
 pytestmark = pytest.mark.django_db

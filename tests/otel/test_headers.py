@@ -13,11 +13,11 @@ from django.test.utils import CaptureQueriesContext
 import django_workflows as wf
 from django_workflows import Concurrency, clock
 from django_workflows.durations import parse_duration
+from django_workflows.engine.registry import registry
 from django_workflows.middleware import HEADERS_ENTRY
 from django_workflows.models import JournalEntry, WorkflowInstance
-from django_workflows.registry import registry
 from django_workflows.store import instances as store
-from django_workflows.worker import limit_rules
+from django_workflows.worker.worker import limit_rules
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from django_workflows import workflow
-from django_workflows.registry import registry
+from django_workflows.engine.registry import registry
 
 NAME = "patched-fulfilment"
 

@@ -22,8 +22,8 @@ from django.db import connection, transaction
 
 import django_workflows as wf
 from django_workflows import clock
+from django_workflows.engine.registry import registry
 from django_workflows.models import Status, WorkflowInstance
-from django_workflows.registry import registry
 from django_workflows.store import instances as store
 from django_workflows.store.limits import ConcurrencyRule
 

@@ -12,7 +12,7 @@ from django.core.management import CommandError, call_command
 from django.db import transaction
 
 import django_workflows as wf
-from django_workflows.exports import export_instance, read_export
+from django_workflows.client.exports import export_instance, read_export
 from django_workflows.models import WorkflowInstance
 from django_workflows.worker import Worker
 

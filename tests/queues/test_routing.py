@@ -14,10 +14,10 @@ from django.core.management import call_command
 import django_workflows as wf
 from django_workflows import Concurrency, RateLimit, Schedule, clock
 from django_workflows.durations import parse_duration
+from django_workflows.engine.registry import registry
 from django_workflows.models import Status, WorkflowInstance
-from django_workflows.registry import registry
 from django_workflows.store import instances as store
-from django_workflows.worker import Worker, limit_rules
+from django_workflows.worker.worker import Worker, limit_rules
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -9,8 +9,8 @@ import pytest
 from django.db import connection
 
 import django_workflows as wf
+from django_workflows.engine.registry import registry
 from django_workflows.models import WorkflowInstance
-from django_workflows.registry import registry
 
 from .conftest import race, threads_for
 

@@ -9,7 +9,7 @@ from django.db import connection
 
 import django_workflows as wf
 from django_workflows import Concurrency, RateLimit
-from django_workflows.registry import registry
+from django_workflows.engine.registry import registry
 from tests.helpers import claim_ids, end_leases
 
 from .conftest import race, threads_for

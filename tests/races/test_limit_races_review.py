@@ -143,7 +143,7 @@ def test_a_limited_claim_reads_the_journal_of_the_previous_lease_holders_last_wr
     from django_workflows import Concurrency
     from django_workflows.store import instances as store
     from django_workflows.store import limits
-    from django_workflows.worker import limit_rules
+    from django_workflows.worker.worker import limit_rules
 
     if connection.vendor == "sqlite":
         pytest.skip("SQLite: the claim holds the database's one write lock, the write waits")

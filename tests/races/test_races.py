@@ -17,8 +17,8 @@ from django.db import connection
 
 import django_workflows as wf
 from django_workflows import clock
+from django_workflows.engine.registry import registry
 from django_workflows.models import Signal, WorkflowInstance
-from django_workflows.registry import registry
 from django_workflows.store import instances as store
 from django_workflows.store import payloads
 from tests.testapp.models import Execution

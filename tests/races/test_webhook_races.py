@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import django_workflows as wf
-from django_workflows import webhooks
+from django_workflows.engine import webhooks
 from django_workflows.models import Signal
 from tests.webhooks.conftest import post
 

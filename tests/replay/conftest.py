@@ -11,7 +11,7 @@ import pytest
 from django.apps import apps
 
 import django_workflows as wf
-from django_workflows.registry import registry
+from django_workflows.engine.registry import registry
 
 ran: Counter[str] = Counter()
 """How often each step function ran, by step name."""

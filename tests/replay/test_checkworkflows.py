@@ -12,8 +12,8 @@ import pytest
 from django.core.management import CommandError, call_command
 
 import django_workflows as wf
+from django_workflows.engine.registry import registry
 from django_workflows.models import JournalEntry
-from django_workflows.registry import registry
 
 from .conftest import effect, order_v1, ran, rows
 
@@ -159,7 +159,7 @@ def test_limit_checks_at_most_n_instances(parked, deploy):
 
 
 def test_batches_cover_every_instance(parked, deploy):
-    from django_workflows.replaycheck import check_instances
+    from django_workflows.engine.replaycheck import check_instances
 
     deploy("order", renamed)
     outcomes = list(check_instances(batch_size=1))

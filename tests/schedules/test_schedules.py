@@ -13,8 +13,8 @@ import pytest
 import django_workflows as wf
 from django_workflows import Schedule, schedules
 from django_workflows.definitions import ScheduleOccurrence
+from django_workflows.engine.registry import registry
 from django_workflows.models import WorkflowInstance, WorkflowSchedule
-from django_workflows.registry import registry
 from django_workflows.schedules.declared import sync_declared
 from django_workflows.testing import ManualClock, use_clock
 from tests.helpers import wait_until, worker_thread

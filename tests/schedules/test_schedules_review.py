@@ -14,8 +14,8 @@ from django.db import connection
 
 import django_workflows as wf
 from django_workflows import Schedule, schedules
+from django_workflows.engine.registry import registry
 from django_workflows.models import WorkflowInstance, WorkflowSchedule
-from django_workflows.registry import registry
 from django_workflows.schedules.declared import sync_declared
 from django_workflows.schedules.state import State
 from django_workflows.store import schedules as schedule_store

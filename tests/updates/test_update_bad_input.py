@@ -114,7 +114,7 @@ def test_an_update_of_a_version_this_application_does_not_register_is_not_found(
         return ctx.wait_for_update("go")
 
     wf.start(retired, None, id="orphan")
-    from django_workflows.registry import registry
+    from django_workflows.engine.registry import registry
 
     registry.unregister(retired)
     with pytest.raises(wf.WorkflowNotFoundError, match="'retired' version 1"):

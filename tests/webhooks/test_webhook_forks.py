@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 import django_workflows as wf
-from django_workflows import webhooks
+from django_workflows.engine import webhooks
 from django_workflows.models import JournalEntry, Signal
 
 from .conftest import post

@@ -10,7 +10,7 @@ import pytest
 from django.urls import reverse
 
 import django_workflows as wf
-from django_workflows import webhooks
+from django_workflows.engine import webhooks
 from django_workflows.models import JournalEntry, Signal
 from django_workflows.store import payloads
 

@@ -14,10 +14,10 @@ from django.db.models import Sum
 from django.test import override_settings
 
 import django_workflows as wf
-from django_workflows import watcher
 from django_workflows.conf import get_settings
 from django_workflows.models import WakeupCounter, WorkflowInstance
 from django_workflows.store.backends import backend
+from django_workflows.worker import wakeups as watcher
 from tests.procapp.models import StepRun
 from tests.worker.test_processes import spawn, wait_for
 

@@ -9,8 +9,8 @@ import pytest
 from django.db import connection
 
 import django_workflows as wf
-from django_workflows.health import health
 from django_workflows.store import instances as store
+from django_workflows.worker.health import health
 from tests.workers.helpers import register
 
 pytestmark = pytest.mark.django_db

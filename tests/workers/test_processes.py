@@ -13,8 +13,8 @@ import pytest
 from django.db import connection
 
 import django_workflows as wf
-from django_workflows.health import health
 from django_workflows.models import WorkerProcess, WorkflowInstance
+from django_workflows.worker.health import health
 from tests.worker.test_processes import ROOT, spawn
 from tests.workers.helpers import wait_for
 

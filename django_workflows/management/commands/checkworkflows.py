@@ -10,8 +10,8 @@ from django.apps import apps
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ...conf import database_alias
+from ...engine.replaycheck import NotMigrated, check_instances
 from ...errors import WorkflowNotFoundError
-from ...replaycheck import NotMigrated, check_instances
 
 
 class Command(BaseCommand):

@@ -9,10 +9,10 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from ...client.exports import export_instance
 from ...conf import database_alias
+from ...engine.replaycheck import NotMigrated, check_tables
 from ...errors import WorkflowNotFoundError, WorkflowPayloadError
-from ...exports import export_instance
-from ...replaycheck import NotMigrated, check_tables
 
 
 class Command(BaseCommand):

@@ -6,9 +6,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
+from ...client.operations import purge
 from ...durations import parse_duration
 from ...models import FINISHED
-from ...operations import purge
 
 
 class Command(BaseCommand):

@@ -19,8 +19,8 @@ from django.utils import autoreload
 from ...conf import database_alias
 from ...durations import parse_duration
 from ...errors import WorkflowNotFoundError
-from ...tables import pending_migrations
-from ...worker import Worker
+from ...store.tables import pending_migrations
+from ...worker.worker import Worker
 
 
 class Command(BaseCommand):

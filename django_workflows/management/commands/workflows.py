@@ -12,7 +12,7 @@ from ...cli.actions import action_command
 from ...cli.arguments import add_subcommands
 from ...cli.reads import list_command, show_command
 from ...conf import database_alias
-from ...replaycheck import NotMigrated, check_tables
+from ...engine.replaycheck import NotMigrated, check_tables
 
 
 class Command(BaseCommand):

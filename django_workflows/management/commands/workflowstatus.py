@@ -11,7 +11,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connections
 
 from ...conf import database_alias
-from ...health import Health, health
+from ...worker.health import Health, health
 
 ALERT_EXIT_CODE = 2
 

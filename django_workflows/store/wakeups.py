@@ -8,8 +8,8 @@ import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from .store.backends import backend
-from .store.backends.base import ENDED_CHANNEL
+from .backends import backend
+from .backends.base import ENDED_CHANNEL
 
 _events: weakref.WeakSet[threading.Event] = weakref.WeakSet()
 _lock = threading.Lock()

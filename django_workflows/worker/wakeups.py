@@ -17,7 +17,7 @@ from typing import Any
 
 from django.db import connections
 
-from .store.backends import backend
+from ..store.backends import backend
 
 logger = logging.getLogger("django_workflows")
 

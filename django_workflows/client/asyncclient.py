@@ -17,11 +17,12 @@ from typing import Any, ParamSpec, TypeVar
 from asgiref.sync import sync_to_async
 from django.db import connections
 
-from . import approvals, client, forks, operations, published, updates
-from .conf import database_alias
-from .definitions import Workflow
-from .durations import Duration, parse_duration
-from .errors import WorkflowResultTimeoutError
+from ..conf import database_alias
+from ..definitions import Workflow
+from ..durations import Duration, parse_duration
+from ..errors import WorkflowResultTimeoutError
+from . import approvals, forks, operations, published, updates
+from . import instances as client
 
 P = ParamSpec("P")
 R = TypeVar("R")

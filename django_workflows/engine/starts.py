@@ -15,25 +15,25 @@ from typing import Any
 
 from django.db import connections, transaction
 
-from . import clock, wakeups
-from .attributes import check_attributes, check_tags
-from .conf import database_alias
-from .definitions import Workflow, check_priority, check_queue
-from .durations import Duration, parse_duration
-from .errors import WorkflowIdConflictError, WorkflowNotFoundError
-from .jsonvalues import MAX_MESSAGE, check_lookup, check_text
-from .middleware import headers_entry, start_headers
-from .models import KEY_LENGTH, Status, WorkflowInstance
-from .results import CancelResult, InstanceStatus, JournalEntry, StartResult, StepLog, Wait
-from .schedules.ids import is_occurrence_id
-from .store import attributes as searchable
-from .store import instances as store
-from .store import payloads
-from .store.backends import backend
-from .store.deadlocks import retries_deadlocks
-from .store.published import latest_values
-from .store.values import to_json
-from .subjects import subject_key, subject_label
+from .. import clock
+from ..attributes import check_attributes, check_tags
+from ..conf import database_alias
+from ..definitions import Workflow, check_priority, check_queue
+from ..durations import Duration, parse_duration
+from ..errors import WorkflowIdConflictError, WorkflowNotFoundError
+from ..jsonvalues import MAX_MESSAGE, check_lookup, check_text
+from ..middleware import headers_entry, start_headers
+from ..models import KEY_LENGTH, Status, WorkflowInstance
+from ..results import CancelResult, InstanceStatus, JournalEntry, StartResult, StepLog, Wait
+from ..schedules.ids import is_occurrence_id
+from ..store import attributes as searchable
+from ..store import instances as store
+from ..store import payloads, wakeups
+from ..store.backends import backend
+from ..store.deadlocks import retries_deadlocks
+from ..store.published import latest_values
+from ..store.values import to_json
+from ..subjects import subject_key, subject_label
 
 
 def check_key(what: str, value: str | None, using: str, max_length: int = KEY_LENGTH) -> None:

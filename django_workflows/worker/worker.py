@@ -16,20 +16,23 @@ from typing import Any
 
 from django.db import connections
 
-from . import clock, middleware, wakeups, watcher
-from .conf import check_poll_interval, database_alias, get_settings
-from .definitions import check_queue
-from .durations import Duration, parse_duration
-from .engine.execution import Execution, leave_alone
-from .instances import check_key
-from .models import WorkflowInstance
-from .presence import Presence
-from .registry import registry
-from .renewer import LeaseRenewer, refresh_connections
-from .schedules.runner import Scheduler
+from .. import clock, middleware
+from ..conf import check_poll_interval, database_alias, get_settings
+from ..definitions import check_queue
+from ..durations import Duration, parse_duration
+from ..engine.execution import Execution, leave_alone
+from ..engine.registry import registry
+from ..engine.starts import check_key
+from ..models import WorkflowInstance
+from ..schedules.runner import Scheduler
+from ..store import instances as store
+from ..store import wakeups
+from ..store.backends import backend
+from ..store.connections import refresh_connections
+from . import wakeups as watcher
+from .heartbeat import Presence
+from .renewer import LeaseRenewer
 from .served import limit_rules, scheduled_workflows
-from .store import instances as store
-from .store.backends import backend
 
 logger = logging.getLogger("django_workflows")
 

@@ -1,85 +1,26 @@
-"""Durable webhooks' tokens and deliveries: what the engine (which mints a token) and the view
-(which delivers a POST to it) both need.
-
-A token is `django.core.signing` of [instance id, webhook name, key], salted with the instance
-id and the name, so it opens one webhook of one instance and nothing else. The key is random,
-journaled by the engine; a delivery is the engine's own signal `$webhook` with that key, stored
-once under the key as its dedupe id: a second delivery finds the first and stores nothing.
+"""A durable webhook's delivery: the POST the view hands over, checked against its token
+(engine/webhooks.py signs and reads tokens) and stored once as the engine's own signal
+`$webhook` under the webhook's key: a second delivery finds the first and stores nothing.
 """
 
 from __future__ import annotations
 
-import binascii
-import json
-import secrets
 from typing import Any
 
-from django.core import signing
 from django.db import transaction
 
-from . import clock
-from .conf import database_alias
-from .events import emit
-from .instances import wake_on_commit
-from .models import UNFINISHED, JournalEntry, Status, WorkflowInstance
-from .store.addressed import timed_out
-from .store.backends import backend
-from .store.deadlocks import retries_deadlocks
-from .store.signals import record_signal
+from .. import clock
+from ..conf import database_alias
+from ..engine.starts import wake_on_commit
+from ..engine.webhooks import SIGNAL, mint_entry, read, wait_entry
+from ..events import emit
+from ..models import UNFINISHED, JournalEntry, Status, WorkflowInstance
+from ..store.addressed import timed_out
+from ..store.backends import backend
+from ..store.deadlocks import retries_deadlocks
+from ..store.signals import record_signal
 
 COMPLETED = "completed"  # a journal entry's status once done (engine/journal.py's)
-SIGNAL = "$webhook"
-"""The engine's own signal a webhook's POST is delivered as, keyed by the webhook's key."""
-
-
-def new_key() -> str:
-    """A webhook's random key: one instance's (fork() gives a fork's copy a new one)."""
-    return secrets.token_urlsafe(16)
-
-
-def mint_entry(name: str) -> str:
-    """The journal entry that holds the key of the webhook `name`."""
-    return f"$webhook:{name}"
-
-
-def wait_entry(name: str) -> str:
-    """The journal entry of the wait for the webhook `name`'s POST."""
-    return f"$webhook-wait:{name}"
-
-
-def _signer(instance_id: str, name: str) -> signing.Signer:
-    return signing.Signer(salt=f"django_workflows.webhook:{instance_id}:{name}")
-
-
-def sign(instance_id: str, name: str, key: str) -> str:
-    """The token of the webhook `name` of instance `instance_id` with the journaled `key`: the
-    same on every replay (an HMAC of them with SECRET_KEY), URL-safe."""
-    return _signer(instance_id, name).sign_object([instance_id, name, key])
-
-
-def read(token: str) -> tuple[str, str, str] | None:
-    """(instance id, name, key) of a token that `sign()` made with this SECRET_KEY (or one of
-    SECRET_KEY_FALLBACKS), or None for anything else: a forged, altered or moved token."""
-    if not isinstance(token, str) or token.count(signing.Signer().sep) != 1:
-        return None
-    value = token.split(signing.Signer().sep)[0]
-    try:
-        # The unsigned part names the salt to check the signature with; it is trusted only
-        # once that signature, which covers it, holds.
-        claimed = json.loads(signing.b64_decode(value.encode()).decode())
-        instance_id, name, _ = claimed
-        if not isinstance(instance_id, str) or not isinstance(name, str):
-            return None
-        checked = _signer(instance_id, name).unsign_object(token)
-    except (signing.BadSignature, ValueError, TypeError, binascii.Error, UnicodeError):
-        return None
-    if not (
-        isinstance(checked, list)
-        and len(checked) == 3
-        and all(isinstance(part, str) for part in checked)
-    ):
-        return None
-    return checked[0], checked[1], checked[2]
 
 
 def deliver(token: str, body: Any, *, using: str | None = None) -> bool:

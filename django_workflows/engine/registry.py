@@ -8,11 +8,11 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .attributes import check_tags
-from .definitions import DEFAULT_QUEUE, Concurrency, RateLimit, Schedule, Workflow, check_queue
-from .durations import Duration, parse_duration
-from .engine.asynccontext import workflow_runner
-from .errors import WorkflowDefinitionError, WorkflowNotFoundError
+from ..attributes import check_tags
+from ..definitions import DEFAULT_QUEUE, Concurrency, RateLimit, Schedule, Workflow, check_queue
+from ..durations import Duration, parse_duration
+from ..errors import WorkflowDefinitionError, WorkflowNotFoundError
+from .asynccontext import workflow_runner
 
 
 def _origin(definition: Workflow) -> str:

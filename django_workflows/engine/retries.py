@@ -12,10 +12,10 @@ from typing import Any
 from django.core.signals import setting_changed
 from django.dispatch import receiver
 
-from .conf import SETTING, get_settings
-from .definitions import Retry
-from .durations import parse_duration
-from .errors import NonRetryableStepError
+from ..conf import SETTING, get_settings
+from ..definitions import Retry
+from ..durations import parse_duration
+from ..errors import NonRetryableStepError
 
 
 @dataclass(frozen=True)

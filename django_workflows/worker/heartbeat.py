@@ -12,8 +12,8 @@ import threading
 from collections.abc import Callable
 from importlib import metadata
 
-from . import clock
-from .store import workers as store
+from .. import clock
+from ..store import workers as store
 
 logger = logging.getLogger("django_workflows")
 

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from . import clock
-from .conf import database_alias
-from .models import WorkerProcess
-from .store import workers as store
+from .. import clock
+from ..conf import database_alias
+from ..models import WorkerProcess
+from ..store import workers as store
 
 
 @dataclass(frozen=True)

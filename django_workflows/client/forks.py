@@ -34,24 +34,24 @@ from typing import Any
 
 from django.db import transaction
 
-from . import clock, webhooks
-from .conf import database_alias
-from .definitions import Workflow
-from .engine import journal
-from .engine.children import CHILD_PREFIX, default_child_id
-from .errors import WorkflowIdConflictError, WorkflowNotFoundError, WorkflowStateError
-from .events import emit
-from .instances import _key, check_key, wake_on_commit
-from .models import FINISHED, Status, WorkflowInstance
-from .registry import registry
-from .results import StartResult
-from .schedules.ids import is_occurrence_id
-from .scope import running_step
-from .store import forks as store_forks
-from .store import instances as store
-from .store import payloads
-from .store.deadlocks import retries_deadlocks
-from .store.values import to_json
+from .. import clock
+from ..conf import database_alias
+from ..definitions import Workflow
+from ..engine import journal, webhooks
+from ..engine.children import CHILD_PREFIX, default_child_id
+from ..engine.registry import registry
+from ..engine.scope import running_step
+from ..engine.starts import _key, check_key, wake_on_commit
+from ..errors import WorkflowIdConflictError, WorkflowNotFoundError, WorkflowStateError
+from ..events import emit
+from ..models import FINISHED, Status, WorkflowInstance
+from ..results import StartResult
+from ..schedules.ids import is_occurrence_id
+from ..store import forks as store_forks
+from ..store import instances as store
+from ..store import payloads
+from ..store.deadlocks import retries_deadlocks
+from ..store.values import to_json
 
 UNSET: Any = object()
 """fork()'s `input` when not given: the original's."""

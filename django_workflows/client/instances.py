@@ -11,18 +11,15 @@ from typing import Any
 
 from django.db import connections, transaction
 
-from . import clock, wakeups
-from .attributes import conditions as attribute_conditions
-from .conf import database_alias
-from .definitions import Workflow, WorkflowSignal, check_queue
-from .durations import Duration, parse_duration
-from .engine.journal import BOOKKEEPING_KINDS
-from .errors import (
-    WorkflowFailedError,
-    WorkflowNotFoundError,
-    WorkflowResultTimeoutError,
-)
-from .instances import (
+from .. import clock
+from ..attributes import conditions as attribute_conditions
+from ..conf import database_alias
+from ..definitions import Workflow, WorkflowSignal, check_queue
+from ..durations import Duration, parse_duration
+from ..engine.journal import BOOKKEEPING_KINDS
+from ..engine.registry import registry
+from ..engine.scope import running_step
+from ..engine.starts import (
     check_isolation,
     check_key,
     instance_status,
@@ -30,19 +27,18 @@ from .instances import (
     start_instance,
     wake_on_commit,
 )
-from .jsonvalues import check_lookup
-from .models import TAG_LENGTH, Status
-from .registry import registry
-from .results import CancelResult, InstanceStatus, SignalResult, StartResult
-from .scope import running_step
-from .store import attributes as searchable
-from .store import instances as store
-from .store import payloads
-from .store.deadlocks import retries_deadlocks
-from .store.published import latest_values
-from .store.signals import record_signal
-from .store.values import to_json
-from .subjects import subject_filter
+from ..errors import WorkflowFailedError, WorkflowNotFoundError, WorkflowResultTimeoutError
+from ..jsonvalues import check_lookup
+from ..models import TAG_LENGTH, Status
+from ..results import CancelResult, InstanceStatus, SignalResult, StartResult
+from ..store import attributes as searchable
+from ..store import instances as store
+from ..store import payloads, wakeups
+from ..store.deadlocks import retries_deadlocks
+from ..store.published import latest_values
+from ..store.signals import record_signal
+from ..store.values import to_json
+from ..subjects import subject_filter
 
 
 def start(

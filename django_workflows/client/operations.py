@@ -7,23 +7,23 @@ from typing import Any
 
 from django.db import transaction
 
-from . import clock
-from .client import get_status
-from .conf import database_alias
-from .durations import Duration, parse_duration
-from .engine import journal
-from .engine.children import close_children, end_signal
-from .errors import WorkflowNotFoundError, WorkflowStateError
-from .events import emit
-from .instances import wake_on_commit
-from .jsonvalues import check_lookup
-from .models import FINISHED, UNFINISHED, Status, WorkflowInstance
-from .results import InstanceStatus, PurgeResult
-from .store import instances as store
-from .store import maintenance, payloads
-from .store import workers as worker_registry
-from .store.addressed import GIVEN_BACK, TASK_PREFIX
-from .store.signals import record_signal
+from .. import clock
+from ..conf import database_alias
+from ..durations import Duration, parse_duration
+from ..engine import journal
+from ..engine.children import close_children, end_signal
+from ..engine.starts import wake_on_commit
+from ..errors import WorkflowNotFoundError, WorkflowStateError
+from ..events import emit
+from ..jsonvalues import check_lookup
+from ..models import FINISHED, UNFINISHED, Status, WorkflowInstance
+from ..results import InstanceStatus, PurgeResult
+from ..store import instances as store
+from ..store import maintenance, payloads
+from ..store import workers as worker_registry
+from ..store.addressed import GIVEN_BACK, TASK_PREFIX
+from ..store.signals import record_signal
+from .instances import get_status
 
 UNSET: Any = object()
 """retry()'s `timeout` when not given: the instance keeps its deadline."""

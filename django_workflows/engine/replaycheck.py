@@ -9,15 +9,15 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from . import clock
-from .conf import database_alias
-from .definitions import Workflow
-from .engine.dryrun import dry_replay
-from .errors import WorkflowNonDeterminismError, WorkflowNotFoundError
-from .models import WorkflowInstance
+from .. import clock
+from ..conf import database_alias
+from ..definitions import Workflow
+from ..errors import WorkflowNonDeterminismError, WorkflowNotFoundError
+from ..models import WorkflowInstance
+from ..store.snapshots import Snapshot, snapshots
+from ..store.tables import pending_migrations
+from .dryrun import dry_replay
 from .registry import registry
-from .store.snapshots import Snapshot, snapshots
-from .tables import pending_migrations
 
 BATCH_SIZE = 200
 """Instances (with their journals) read at a time."""

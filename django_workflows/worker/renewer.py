@@ -12,9 +12,10 @@ from typing import Any
 
 from django.db import connections
 
-from . import clock
-from .engine.execution import Execution
-from .store import instances as store
+from .. import clock
+from ..engine.execution import Execution
+from ..store import instances as store
+from ..store.connections import refresh_connections
 
 logger = logging.getLogger("django_workflows")
 
@@ -151,19 +152,3 @@ def held(execution: Execution, flags: store.LeaseFlags | None, started: float) -
     if flags.cancel_requested or flags.terminate_requested:
         for step in list(execution.running_steps):
             step.cancelled.set()
-
-
-def refresh_connections() -> None:
-    """Around each execution and renewal: close this thread's connections that broke, or that
-    outlived a CONN_MAX_AGE above zero. A worker thread keeps its connection between executions
-    even at CONN_MAX_AGE = 0, which would otherwise reconnect for every execution."""
-    for connection in connections.all(initialized_only=True):
-        if connection.connection is None or connection.in_atomic_block:
-            continue
-        max_age = connection.settings_dict.get("CONN_MAX_AGE") or 0
-        if connection.errors_occurred and not connection.is_usable():
-            connection.close()
-        elif (
-            max_age and connection.close_at is not None and time.monotonic() >= connection.close_at
-        ):
-            connection.close()

@@ -3,9 +3,9 @@ limits its claims apply."""
 
 from __future__ import annotations
 
-from .durations import parse_duration
-from .registry import registry
-from .store import limits
+from ..durations import parse_duration
+from ..engine.registry import registry
+from ..store import limits
 
 
 def scheduled_workflows(names: list[str] | None, queues: list[str] | None) -> list[str]:

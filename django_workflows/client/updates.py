@@ -15,22 +15,22 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from . import clock
-from .conf import database_alias
-from .definitions import UPDATE_PREFIX, check_update_name
-from .errors import WorkflowNotFoundError
-from .events import emit
-from .instances import check_isolation, check_key, instance_status, wake_on_commit
-from .models import FINISHED, Signal, Status, WorkflowInstance
-from .registry import registry
-from .results import InstanceStatus, UpdateResult
-from .scope import running_step
-from .store import instances as store
-from .store.addressed import timed_out_wait
-from .store.backends import backend
-from .store.deadlocks import retries_deadlocks
-from .store.signals import RecordedSignal, record_signal
-from .store.values import to_json
+from .. import clock
+from ..conf import database_alias
+from ..definitions import UPDATE_PREFIX, check_update_name
+from ..engine.registry import registry
+from ..engine.scope import running_step
+from ..engine.starts import check_isolation, check_key, instance_status, wake_on_commit
+from ..errors import WorkflowNotFoundError
+from ..events import emit
+from ..models import FINISHED, Signal, Status, WorkflowInstance
+from ..results import InstanceStatus, UpdateResult
+from ..store import instances as store
+from ..store.addressed import timed_out_wait
+from ..store.backends import backend
+from ..store.deadlocks import retries_deadlocks
+from ..store.signals import RecordedSignal, record_signal
+from ..store.values import to_json
 
 logger = logging.getLogger("django_workflows")
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from .conf import database_alias
-from .errors import WorkflowNotFoundError
-from .models import WorkflowInstance
-from .store.snapshots import snapshot
+from ..conf import database_alias
+from ..errors import WorkflowNotFoundError
+from ..models import WorkflowInstance
+from ..store.snapshots import snapshot
 
 FORMAT = "django-workflows-export"
 FORMAT_VERSION = 1

@@ -15,13 +15,13 @@ from typing import Any
 
 from django.db import transaction
 
-from . import clock
-from .conf import database_alias
-from .errors import WorkflowNotFoundError, WorkflowStateError
-from .instances import check_key, wake_on_commit
-from .jsonvalues import MAX_MESSAGE, check_lookup, check_text
-from .store import addressed
-from .store.values import to_json
+from .. import clock
+from ..conf import database_alias
+from ..engine.starts import check_key, wake_on_commit
+from ..errors import WorkflowNotFoundError, WorkflowStateError
+from ..jsonvalues import MAX_MESSAGE, check_lookup, check_text
+from ..store import addressed
+from ..store.values import to_json
 
 
 def _check(id: Any, name: Any, what: str, *, optional: bool = False) -> None:

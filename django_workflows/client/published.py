@@ -10,14 +10,14 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from . import wakeups
-from .conf import database_alias
-from .durations import Duration, parse_duration
-from .errors import WorkflowNotFoundError, WorkflowResultTimeoutError
-from .jsonvalues import check_lookup
-from .models import FINISHED
-from .store import instances as store
-from .store.published import latest_value
+from ..conf import database_alias
+from ..durations import Duration, parse_duration
+from ..errors import WorkflowNotFoundError, WorkflowResultTimeoutError
+from ..jsonvalues import check_lookup
+from ..models import FINISHED
+from ..store import instances as store
+from ..store import wakeups
+from ..store.published import latest_value
 
 
 def get_value(
