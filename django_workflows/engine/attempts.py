@@ -30,10 +30,15 @@ def invoke(
     call: Callable[[], Any],
     timeout: timedelta | None,
     heartbeat_timeout: timedelta | None,
+    *,
+    name: str,
+    entry_name: str,
 ) -> Any:
-    """Run a step's function; with timeouts, in a thread of its own that can be abandoned
-    (Python cannot kill a thread: a late result is discarded)."""
-    call = middleware.wrap(x, step, call)  # STEP_MIDDLEWARE, around every attempt
+    """Run a step's function (of the step `name`, journaled as `entry_name`); with timeouts,
+    in a thread of its own that can be abandoned (Python cannot kill a thread: a late result
+    is discarded)."""
+    # STEP_MIDDLEWARE, around every attempt
+    call = middleware.wrap(x.instance, entry_name, name, step.attempt, call)
     with x._lock:
         x.running_steps.add(step)
     try:
@@ -45,7 +50,7 @@ def invoke(
             finally:
                 running_step.reset(running)
                 x._local.in_step = False
-        return _call_with_timeouts(x, step, call, timeout, heartbeat_timeout)
+        return _call_with_timeouts(x, step, name, call, timeout, heartbeat_timeout)
     finally:
         with x._lock:
             x.running_steps.discard(step)
@@ -54,6 +59,7 @@ def invoke(
 def _call_with_timeouts(
     x: Runtime,
     step: StepContext,
+    name: str,
     call: Callable[[], Any],
     timeout: timedelta | None,
     heartbeat_timeout: timedelta | None,
@@ -92,7 +98,7 @@ def _call_with_timeouts(
         if remaining <= 0:
             step.time_out()  # an async function's coroutine is cancelled; a thread cannot be
             raise errors.StepTimeoutError(
-                f'Step "{step._name}" attempt {step.attempt} ran past its {which} of {length}.'
+                f'Step "{name}" attempt {step.attempt} ran past its {which} of {length}.'
             )
         x.calls.serve(min(remaining, 0.25))
     if "error" in box:

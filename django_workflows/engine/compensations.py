@@ -139,6 +139,8 @@ def _run_compensation(
                 ),
                 None,
                 None,
+                name=compensation.step,
+                entry_name=name,
             )
         except BaseException as failure:
             if isinstance(failure, errors.WorkflowInterrupt):

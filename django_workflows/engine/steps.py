@@ -181,7 +181,9 @@ def step(
             try:
                 with atomic_steps.attempt(x, atomic):
                     call: Callable[[], Any] = lambda step=step: fn(step)  # type: ignore[misc]  # noqa: E731
-                    result = invoke(x, step, call, run_timeout, heartbeat)
+                    result = invoke(
+                        x, step, call, run_timeout, heartbeat, name=name, entry_name=name
+                    )
                     refuse_coroutine(x, result, f'The function of step "{name}"')
                     if atomic:
                         atomic_steps.check_usable(x, name)
