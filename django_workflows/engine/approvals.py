@@ -27,7 +27,7 @@ def addressed_to(x: Runtime, entry: str, **fields: Any) -> Any:
     def match(payload: Any) -> bool:
         if not isinstance(payload, dict):
             return False
-        with x._lock:
+        with x.lock:
             reached = x.journal.get(entry, {}).get("started_at")
         return (
             payload.get("at") == reached and payload.get("generation", 0) == generation
@@ -39,7 +39,7 @@ def addressed_to(x: Runtime, entry: str, **fields: Any) -> Any:
 def completed_before(x: Runtime, name: str) -> bool:
     """Whether the journal this execution read has the entry `name` completed: then a wait
     returns its journaled outcome and its event was sent by an earlier execution."""
-    with x._lock:
+    with x.lock:
         entry = x.journal.get(name)
     return entry is not None and entry.get("status") == journal.COMPLETED
 
@@ -60,4 +60,4 @@ def breakpoint(x: Runtime, name: str) -> None:
     condition = SignalCondition(BREAKPOINT_SIGNAL, x.instance.id, addressed_to(x, name, name=name))
     wait(x, name, {"resume": condition}, kind="breakpoint")
     if not replayed:
-        x._emit("breakpoint-resumed", breakpoint=name)
+        x.emit("breakpoint-resumed", breakpoint=name)

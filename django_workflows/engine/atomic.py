@@ -37,7 +37,7 @@ def check(
     step with a timeout or heartbeat_timeout (a thread cannot be stopped inside a transaction)
     and for an async def function (its ORM calls would run on another thread's connection)."""
     if not isinstance(atomic, bool):
-        raise x._define_error(
+        raise x.define_error(
             errors.WorkflowDefinitionError(
                 f'Step "{name}": atomic must be True or False, got {atomic!r}.'
             )
@@ -46,7 +46,7 @@ def check(
         return False
     if timeout is not None or heartbeat is not None:
         which = "timeout" if timeout is not None else "heartbeat_timeout"
-        raise x._define_error(
+        raise x.define_error(
             errors.WorkflowDefinitionError(
                 f'Step "{name}" is atomic and has a {which}: an atomic step runs inside a '
                 "database transaction on the workflow's own thread, which cannot be stopped "
@@ -54,7 +54,7 @@ def check(
             )
         )
     if inspect.iscoroutinefunction(getattr(fn, "__wrapped__", fn)):
-        raise x._define_error(
+        raise x.define_error(
             errors.WorkflowDefinitionError(
                 f'Step "{name}" is atomic and its function is async def: its ORM calls would '
                 "run on another thread, outside the step's transaction. Make the function sync "

@@ -39,20 +39,20 @@ def invoke(
     is discarded)."""
     # STEP_MIDDLEWARE, around every attempt
     call = middleware.wrap(x.instance, entry_name, name, step.attempt, call)
-    with x._lock:
+    with x.lock:
         x.running_steps.add(step)
     try:
         if timeout is None and heartbeat_timeout is None:
-            x._local.in_step = True
+            x.local.in_step = True
             running = running_step.set(step)
             try:
                 return call()
             finally:
                 running_step.reset(running)
-                x._local.in_step = False
+                x.local.in_step = False
         return _call_with_timeouts(x, step, name, call, timeout, heartbeat_timeout)
     finally:
-        with x._lock:
+        with x.lock:
             x.running_steps.discard(step)
 
 
@@ -68,7 +68,7 @@ def _call_with_timeouts(
     done = threading.Event()
 
     def target() -> None:
-        x._local.in_step = True
+        x.local.in_step = True
         running_step.set(step)  # this thread runs nothing else
         try:
             box["result"] = call()
@@ -133,7 +133,7 @@ def attempt_failed(
     )
     if gives_up:
         x.record(name, position, **{**failed, "status": journal.FAILED})
-        x._emit("step-failed", step=name, attempt=attempt, error=serialized, retry_at=None)
+        x.emit("step-failed", step=name, attempt=attempt, error=serialized, retry_at=None)
         return None
     retry_at = x.now() + policy.wait_before(attempt, error)
     entry = x.record(
@@ -141,5 +141,5 @@ def attempt_failed(
         position,
         **{**failed, "status": journal.PENDING, "retry_at": journal.timestamp(retry_at)},
     )
-    x._emit("step-failed", step=name, attempt=attempt, error=serialized, retry_at=retry_at)
+    x.emit("step-failed", step=name, attempt=attempt, error=serialized, retry_at=retry_at)
     return entry

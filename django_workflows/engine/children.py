@@ -68,7 +68,7 @@ class ChildHandle(Waitable):
         """Wait for the child to end (journaled as `$result:<id>`): its output, or
         ChildWorkflowFailedError when it failed, was cancelled, terminated or deleted."""
         x, name = self._x, f"$result:{self.id}"
-        with x._lock:  # called again in this run: the end it returned before
+        with x.lock:  # called again in this run: the end it returned before
             entry = x.journal.get(name) if name in x.reached else None
         if entry is not None and entry["status"] == journal.COMPLETED:
             return child_outcome(self, copy.deepcopy(entry["result"]["value"]))
@@ -95,7 +95,7 @@ def start_child(
     """Start the child once (a replay gets the same one back) and return its handle; its
     `tags` and search `attributes` are checked as start()'s are. Its queue: `queue`, else its
     workflow's when that names one, else its parent's."""
-    x._guard_step("ctx.start_child()")
+    x.guard_step("ctx.start_child()")
     if parent_close not in PARENT_CLOSE:
         raise errors.WorkflowDefinitionError(
             f"parent_close must be one of {', '.join(PARENT_CLOSE)}, not {parent_close!r}."
@@ -143,7 +143,7 @@ def start_child(
         finished_at=journal.timestamp(now),
         result={"id": id, "workflow": definition.name, "version": definition.version},
     )
-    x._emit(
+    x.emit(
         "child-started",
         child=id,
         child_workflow=definition.name,
@@ -161,12 +161,12 @@ def _default_id(x: Runtime, workflow: str) -> str:
     child never takes a number a sibling branch journaled.
     """
     parent = journal.run_key(x.instance.id, x.instance.generation)
-    with x._lock:
-        path = x._path()
+    with x.lock:
+        path = x.path()
         number = x.next_child_number(workflow)
         if not path:  # not in a gather branch: the count is the same in every run
             return default_child_id(parent, workflow, number)
-        position = (*path, x._counters.get(path, 0))  # the one enter() gives this call
+        position = (*path, x.counters.get(path, 0))  # the one enter() gives this call
         started = {  # by the id in the entry's name: a fork's copied entries are renamed
             name[len(CHILD_PREFIX) :]: doc.get("pos")
             for name, doc in x.journal.items()

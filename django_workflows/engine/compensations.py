@@ -45,7 +45,7 @@ def register(
 ) -> None:
     """The step `name` completed with `result`: hold its compensation, if it has one."""
     if compensate is not None:
-        with x._lock:
+        with x.lock:
             x.compensations.append(Compensation(position, name, compensate, retry, result))
 
 
@@ -61,21 +61,21 @@ def commit(x: Runtime, name: str) -> None:
             status=journal.COMPLETED,
             finished_at=journal.timestamp(x.now()),
         )
-    with x._lock:
+    with x.lock:
         x.compensations.clear()
 
 
 def undo(x: Execution, reason: BaseException) -> str:
     """The instance failed or was cancelled: run the compensations, in reverse order."""
     if x.flags.terminate_requested:
-        return x._finish(Status.CANCELLED, error=journal.serialize_error(x._cancel_error(True)))
+        return x.finish(Status.CANCELLED, error=journal.serialize_error(x.cancel_error(True)))
     error = journal.serialize_error(reason)
     if not x.compensations:
-        return x._finish(UNDONE_AS.get(error["name"], Status.FAILED), error=error)
-    x._close_children(f"Its parent {x.instance.id!r} is compensating.")
+        return x.finish(UNDONE_AS.get(error["name"], Status.FAILED), error=error)
+    x.close_children(f"Its parent {x.instance.id!r} is compensating.")
     x.write(changes={"status": Status.COMPENSATING, "error": error})
     x.instance.status = Status.COMPENSATING
-    x._emit("workflow-compensating", error=error)
+    x.emit("workflow-compensating", error=error)
     return compensate(x, error)
 
 
@@ -88,7 +88,7 @@ def compensate(x: Execution, error: dict[str, Any]) -> str:
         outcome = _run_compensation(x, compensation, error, reason)
         if outcome is not None:
             return outcome
-    return x._finish(UNDONE_AS.get(error["name"], Status.FAILED), error=error)
+    return x.finish(UNDONE_AS.get(error["name"], Status.FAILED), error=error)
 
 
 def _run_compensation(
@@ -104,7 +104,7 @@ def _run_compensation(
     )
     while True:
         if x.flags.terminate_requested:
-            return x._finish(Status.CANCELLED, error=journal.serialize_error(x._cancel_error(True)))
+            return x.finish(Status.CANCELLED, error=journal.serialize_error(x.cancel_error(True)))
         if x.stop_reason is not None:
             raise x.stop_interrupt()
         now = x.now()
@@ -113,9 +113,9 @@ def _run_compensation(
             if retry_at is not None and retry_at > now:
                 x.write(
                     changes={"status": Status.COMPENSATING},
-                    release=store.Release(retry_at, [], x.last_signal_id, x._had_waits),
+                    release=store.Release(retry_at, [], x.last_signal_id, x.had_waits),
                 )
-                x._emit("workflow-suspended", wake_at=retry_at, waits=[])
+                x.emit("workflow-suspended", wake_at=retry_at, waits=[])
                 return Status.COMPENSATING
         attempt = (entry.get("attempt") or 0) + 1 if entry is not None else 1
         running = x.record(
@@ -172,7 +172,7 @@ def _run_compensation(
                     "step": compensation.step,
                     "attempts": attempt,
                 }
-                return x._finish(
+                return x.finish(
                     Status.COMPENSATION_FAILED,
                     error={**error, "compensation": compensation_error},
                 )
@@ -187,5 +187,5 @@ def _run_compensation(
                 **step.log.journaled(),
             },
         )
-        x._emit("step-compensated", step=compensation.step, attempt=attempt)
+        x.emit("step-compensated", step=compensation.step, attempt=attempt)
         return None

@@ -46,9 +46,9 @@ def continue_as_new(x: Runtime, input: Any, version: int | str | None) -> None:
     Raises WorkflowDefinitionError inside a step's function or a gather() branch, TypeError for
     an input that is not JSON or a version of another type, ValueError for a version below 1,
     WorkflowNotFoundError for a version that is not registered; nothing is written then."""
-    x._guard_step("ctx.continue_as_new()")
-    if getattr(x._local, "branch", False):
-        raise x._define_error(
+    x.guard_step("ctx.continue_as_new()")
+    if getattr(x.local, "branch", False):
+        raise x.define_error(
             errors.WorkflowDefinitionError(
                 f"ctx.continue_as_new() was called inside a gather() branch in instance "
                 f"{x.instance.id!r}. It ends the whole run: call it from the workflow's own code, "
@@ -84,13 +84,13 @@ def restart(x: Execution, request: ContinueAsNew) -> str:
     """Write the new start that `request` asks for, close the children first as an end
     would (each by its parent_close), and make the instance due now; "continued-as-new"."""
     instance = x.instance
-    x._close_children(f"Its parent {instance.id!r} continued as new.")
+    x.close_children(f"Its parent {instance.id!r} continued as new.")
     now = x.now()
-    with x._lock:
+    with x.lock:
         taken = set(x.consumed)
         carried = x.journal.get(journal.CONTINUED) or {}
         x.pending = {}  # the run's buffered entries go with its journal
-        x._warn_journal = False
+        x.warn_journal = False
         x.desired_status = UNSET  # a new run starts without a custom status
     cursor = instance.signal_cursor
     if taken:
@@ -114,7 +114,7 @@ def restart(x: Execution, request: ContinueAsNew) -> str:
             "timeout": None if override is None else override.total_seconds(),
             "started_at": journal.timestamp(now),
         }
-    with x._lock:
+    with x.lock:
         x.pending = entries
     x.write(
         changes={
@@ -130,7 +130,7 @@ def restart(x: Execution, request: ContinueAsNew) -> str:
         release=store.Release(now, [], x.last_signal_id, had_waits=True),
         restart=True,
     )
-    x._emit(
+    x.emit(
         "workflow-continued-as-new",
         generation=generation,
         new_version=request.definition.version,

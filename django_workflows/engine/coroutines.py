@@ -122,7 +122,7 @@ def in_thread(x: Runtime, fn: Callable[..., Any]) -> Callable[..., Any]:
 def refuse_async_fn(x: Runtime, fn: Any, what: str) -> None:
     """WorkflowDefinitionError for an async function given to a sync workflow's ctx."""
     if inspect.iscoroutinefunction(fn):
-        raise x._define_error(
+        raise x.define_error(
             WorkflowDefinitionError(
                 f"{what} is an async def function, in the sync workflow "
                 f"{x.instance.workflow!r}: make the workflow async def (and await its ctx "
@@ -135,7 +135,7 @@ def refuse_coroutine(x: Runtime, result: Any, what: str) -> None:
     """WorkflowDefinitionError for a sync function that returned a coroutine (never awaited)."""
     if inspect.iscoroutine(result):
         result.close()
-        raise x._define_error(
+        raise x.define_error(
             WorkflowDefinitionError(
                 f"{what} returned a coroutine that nothing awaits: make it async def (in an "
                 "async def workflow), or return its result."

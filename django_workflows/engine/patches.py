@@ -45,7 +45,7 @@ def patched(x: Runtime, patch_id: Any) -> bool:
     recorded by the code before the patch, already goes past it (that answer is journaled too).
     TypeError or ValueError for a bad patch id, WorkflowDefinitionError inside a step's function."""
     patch_id = check_patch_id(patch_id, "ctx.patched()")
-    x._guard_step(f'ctx.patched("{patch_id}")')
+    x.guard_step(f'ctx.patched("{patch_id}")')
     return _answer(x, patch_id, deprecated=False)
 
 
@@ -56,10 +56,10 @@ def deprecate_patch(x: Runtime, patch_id: Any) -> None:
     WorkflowNonDeterminismError naming the patch. TypeError or ValueError for a bad patch id,
     WorkflowDefinitionError inside a step's function."""
     patch_id = check_patch_id(patch_id, "ctx.deprecate_patch()")
-    x._guard_step(f'ctx.deprecate_patch("{patch_id}")')
+    x.guard_step(f'ctx.deprecate_patch("{patch_id}")')
     if _answer(x, patch_id, deprecated=True):
         return
-    raise x._define_error(
+    raise x.define_error(
         errors.WorkflowNonDeterminismError(
             f'Instance "{x.instance.id}" of workflow "{x.instance.workflow}@{x.instance.version}" '
             f'does not match its journal: it passed ctx.deprecate_patch("{patch_id}") without '
@@ -74,11 +74,11 @@ def _answer(x: Runtime, patch_id: str, *, deprecated: bool) -> bool:
     """The patch's answer in this run: journaled, or decided now and journaled. The first call
     with an id decides for every later one with that id, in this run and its replays."""
     name = journal.PATCH_PREFIX + patch_id
-    with x._lock:  # decided and recorded at once: two gather branches get one answer
+    with x.lock:  # decided and recorded at once: two gather branches get one answer
         entry = x.journal.get(name)
         if entry is not None:
             if entry.get("kind") != journal.PATCH:
-                raise x._define_error(
+                raise x.define_error(
                     errors.WorkflowNonDeterminismError(
                         f'Instance "{x.instance.id}" of workflow "{x.instance.workflow}@'
                         f'{x.instance.version}" does not match its journal: "{name}" was recorded '
@@ -105,7 +105,7 @@ def _answer(x: Runtime, patch_id: str, *, deprecated: bool) -> bool:
             deprecated=deprecated,
             finished_at=journal.timestamp(x.now()),
         )
-    x._emit("patch-marked", patch=patch_id, taken=taken, deprecated=deprecated)
+    x.emit("patch-marked", patch=patch_id, taken=taken, deprecated=deprecated)
     return taken
 
 
@@ -114,8 +114,8 @@ def _passed(x: Runtime) -> bool:
     code has not reached (the caller holds the lock). Entries of the other branches of a gather
     don't count, nor do the engine's own entries and other patches' markers, which the code
     before the patch never reached in order either."""
-    path = x._path()
-    here = (*path, x._counters.get(path, 0))  # the next call's position, not taken
+    path = x.path()
+    here = (*path, x.counters.get(path, 0))  # the next call's position, not taken
     return any(
         name not in x.reached
         and doc.get("kind") not in journal.ENGINE_KINDS

@@ -21,6 +21,6 @@ def set_status(x: Runtime, value: Any) -> None:
     value = x.to_json(value, "The custom status")
     if size(value) > CUSTOM_STATUS_LIMIT:
         raise TypeError("The custom status takes more than 16 KiB as JSON.")
-    x._guard_step("ctx.set_status()")
-    with x._lock:
+    x.guard_step("ctx.set_status()")
+    with x.lock:
         x.desired_status = value

@@ -116,7 +116,7 @@ class Stops(Replay):
 
     def fail(self, message: str) -> None:
         """ctx.fail(): raise WorkflowFailedError (its compensations run), or the interrupt due."""
-        self._guard_step("ctx.fail()")  # in a step: raise NonRetryableStepError instead
+        self.guard_step("ctx.fail()")  # in a step: raise NonRetryableStepError instead
         self.check_interrupts(None, None)
         raise errors.WorkflowFailedError(str(message), instance_id=self.instance.id)
 
@@ -130,7 +130,7 @@ class Stops(Replay):
 
     def note_cancel(self, *, terminate: bool, reason: str | None) -> None:
         """A cancel or terminate was accepted: stop at the next ctx call, and tell running steps."""
-        with self._lock:
+        with self.lock:
             flags = self.flags
             first = terminate or not flags.cancel_requested
             self.flags = store.LeaseFlags(
@@ -145,7 +145,7 @@ class Stops(Replay):
     ) -> None:
         """Park the instance once its code stops (at `wake_at` at the latest, and at a signal
         of `waits`): raises Suspend."""
-        with self._lock:
+        with self.lock:
             self.suspension.pending = True
             if wake_at is not None and (
                 self.suspension.wake_at is None or wake_at < self.suspension.wake_at

@@ -91,7 +91,7 @@ def task(
             report = outcome.value if outcome.key == "done" else None
             if isinstance(report, dict) and report.get("outcome") == "completed":
                 if not replayed:
-                    x._emit("task-completed", task=name, attempt=attempt)
+                    x.emit("task-completed", task=name, attempt=attempt)
                 return copy.deepcopy(report.get("result"))
             if report is None:
                 error = errors.StepTimeoutError(
@@ -157,7 +157,7 @@ def _dispatch(
     """Run (or replay) the dispatch of attempt `attempt` as a step of one attempt, whose
     step.attempt is the task's attempt and whose idempotency key is the task's; None once it
     ran, the failure when it raised."""
-    with x._lock:
+    with x.lock:
         recorded = x.journal.get(f"{entry}:dispatch")
     replayed = recorded is not None and recorded.get("status") == journal.FAILED
     try:
@@ -188,17 +188,17 @@ def _dispatch(
 
 def _given_back(x: Runtime, name: str) -> bool:
     """Whether retry() gave the task its attempts back after the failed entry `name`."""
-    with x._lock:
+    with x.lock:
         return bool(x.journal.get(name, {}).get(GIVEN_BACK))
 
 
 def _reached(x: Runtime, name: str) -> bool:
-    with x._lock:
+    with x.lock:
         return name in x.journal
 
 
 def _failed_event(x: Runtime, name: str, attempt: int, error: BaseException, retry_at: Any) -> None:
-    x._emit(
+    x.emit(
         "step-failed",
         step=name,
         attempt=attempt,

@@ -41,8 +41,8 @@ def _wait_name(x: Runtime, name: str) -> str:
 
     The digits and dots after the last "#" never hold a "#", so no two update names share one.
     """
-    with x._lock:
-        path = x._path()
+    with x.lock:
+        path = x.path()
         prefix = f"{UPDATE_PREFIX}{name}#" + "".join(f"{step}." for step in path)
         number = 1
         while f"{prefix}{number}" in x.reached:

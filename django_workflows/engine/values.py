@@ -22,10 +22,10 @@ if TYPE_CHECKING:
 
 def value(x: Runtime, kind: str, make: Callable[[], Any]) -> Any:
     """A journaled value of `kind`, `$<kind>:<position>`: `make()` once, its entry after."""
-    x._guard_step(f"ctx.{kind}()")
-    position = x._next_position()
+    x.guard_step(f"ctx.{kind}()")
+    position = x.next_position()
     name = f"${kind}:{'.'.join(map(str, position))}"
-    with x._lock:
+    with x.lock:
         x.reached.add(name)
         entry = x.journal.get(name)
     if entry is not None:
@@ -77,18 +77,18 @@ def set_value(x: Runtime, name: str, value: Any) -> None:
             f"be is {JOURNAL_NAME_LENGTH}."
         )
     check_text(f"The value name {name[:40]!r}", name)
-    x._guard_step("ctx.set_value()")
+    x.guard_step("ctx.set_value()")
     value = x.to_json(value, f'The value "{name}"')
     if size(value) > VALUE_LIMIT:
         raise TypeError(f'The value "{name}" takes more than 64 KiB as JSON.')
-    position = x._next_position()
+    position = x.next_position()
     entry_name = f"{PREFIX}{'.'.join(map(str, position))}"
-    with x._lock:
+    with x.lock:
         x.reached.add(entry_name)
         entry = x.journal.get(entry_name)
     if entry is not None:
         if entry.get("name") != name:
-            raise x._define_error(
+            raise x.define_error(
                 errors.WorkflowNonDeterminismError(
                     f'Instance "{x.instance.id}" of workflow "{x.instance.workflow}@'
                     f'{x.instance.version}" does not match its journal: the value set here was '
@@ -113,4 +113,4 @@ def set_value(x: Runtime, name: str, value: Any) -> None:
     # sees a value ahead of the journal that led to it.
     x.write(announce=True)
     wakeups.value_published(x.instance.id)
-    x._emit("value-set", name=name, value=value)
+    x.emit("value-set", name=name, value=value)

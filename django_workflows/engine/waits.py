@@ -118,7 +118,7 @@ def sleep(x: Runtime, name: str, timer: TimerCondition) -> None:
             position,
             **{**entry, "status": journal.COMPLETED, "finished_at": journal.timestamp(x.now())},
         )
-        x._emit("sleep-completed", sleep=name, since=_since(entry), wake_at=due)
+        x.emit("sleep-completed", sleep=name, since=_since(entry), wake_at=due)
         return None
     x.suspend(wake_at=due)
 
@@ -210,7 +210,7 @@ def wait(x: Runtime, name: str, conditions: dict[str, Any], *, kind: str = "wait
                 "finished_at": journal.timestamp(now),
             },
         )
-        x._emit(
+        x.emit(
             "signal-received",
             wait=name,
             signal=signal.name,
@@ -230,7 +230,7 @@ def wait(x: Runtime, name: str, conditions: dict[str, Any], *, kind: str = "wait
                 "finished_at": journal.timestamp(now),
             },
         )
-        x._emit(
+        x.emit(
             "signal-timed-out",
             wait=name,
             signal=[c.signal for c in signal_conditions.values()],
@@ -249,7 +249,7 @@ def _take(
 ) -> tuple[str, Any] | None:
     """The condition's key and the signal that wins among `received` (each condition's, by
     id): the lowest id a condition matches, recorded by `deadline`; taken (consumed) here."""
-    with x._lock:
+    with x.lock:
         winner = None
         for key, condition in conditions.items():
             for signal in received[key]:
