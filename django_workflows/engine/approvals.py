@@ -16,10 +16,10 @@ from . import journal
 from .waits import SignalCondition, wait
 
 if TYPE_CHECKING:
-    from .runtime import Runtime
+    from .surface import Surface
 
 
-def addressed_to(x: Runtime, entry: str, **fields: Any) -> Any:
+def addressed_to(x: Surface, entry: str, **fields: Any) -> Any:
     """A signal condition's match: the payload names this entry's arrival (`at`, the time the
     entry was reached, as journaled, in this run's `generation`) and carries `fields`."""
     generation = x.instance.generation
@@ -36,7 +36,7 @@ def addressed_to(x: Runtime, entry: str, **fields: Any) -> Any:
     return match
 
 
-def completed_before(x: Runtime, name: str) -> bool:
+def completed_before(x: Surface, name: str) -> bool:
     """Whether the journal this execution read has the entry `name` completed: then a wait
     returns its journaled outcome and its event was sent by an earlier execution."""
     with x.lock:
@@ -44,7 +44,7 @@ def completed_before(x: Runtime, name: str) -> bool:
     return entry is not None and entry.get("status") == journal.COMPLETED
 
 
-def breakpoint(x: Runtime, name: str) -> None:
+def breakpoint(x: Surface, name: str) -> None:
     """Suspend at the breakpoint `name` until resume() continues it; at once on replay.
 
     Raises WorkflowDefinitionError for a name that is not a non-empty string, ValueError for

@@ -19,13 +19,13 @@ from .stepcontext import StepContext
 from .tracebacks import raised_at
 
 if TYPE_CHECKING:
-    from .runtime import Runtime
+    from .surface import Surface
 
 logger = logging.getLogger("django_workflows")
 
 
 def invoke(
-    x: Runtime,
+    x: Surface,
     step: StepContext,
     call: Callable[[], Any],
     timeout: timedelta | None,
@@ -57,7 +57,7 @@ def invoke(
 
 
 def _call_with_timeouts(
-    x: Runtime,
+    x: Surface,
     step: StepContext,
     name: str,
     call: Callable[[], Any],
@@ -107,7 +107,7 @@ def _call_with_timeouts(
 
 
 def attempt_failed(
-    x: Runtime,
+    x: Surface,
     name: str,
     position: tuple[int, ...] | None,
     failed: dict[str, Any],

@@ -12,13 +12,13 @@ from . import journal
 from .interrupts import ReplayEnd
 
 if TYPE_CHECKING:
-    from .runtime import Runtime
+    from .surface import Surface
 
 PREFIX = "$attributes:"
 """The journal names of ctx.set_attributes() calls: `$attributes:<position>`."""
 
 
-def set_attributes(x: Runtime, values: dict[str, Any]) -> None:
+def set_attributes(x: Surface, values: dict[str, Any]) -> None:
     """Set the search attributes `values` of the instance (None removes one), written at once
     with the call's journal entry; a replay of the call writes nothing.
 

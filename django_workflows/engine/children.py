@@ -19,13 +19,12 @@ from .. import errors, instances
 from ..definitions import DEFAULT_QUEUE
 from ..durations import Duration
 from ..models import KEY_LENGTH, UNFINISHED, Status, WorkflowInstance
-from ..registry import registry
 from . import journal
 from .replay import sibling
 from .waits import SignalCondition, Waitable, wait
 
 if TYPE_CHECKING:
-    from .runtime import Runtime
+    from .surface import Surface
 
 CHILD_PREFIX = "$child:"  # a child's start's entry: "$child:<id>"
 CHILD_SIGNAL = "$child"  # the signal a child's final write records for its parent, keyed by its id
@@ -53,7 +52,7 @@ class ChildHandle(Waitable):
     for it to end and returns its output (or raises ChildWorkflowFailedError). Also a condition
     of ctx.wait_for_any()."""
 
-    def __init__(self, id: str, workflow: str, x: Runtime):
+    def __init__(self, id: str, workflow: str, x: Surface):
         self.id = id
         self.workflow = workflow
         self._x = x
@@ -77,7 +76,7 @@ class ChildHandle(Waitable):
 
 
 def start_child(
-    x: Runtime,
+    x: Surface,
     workflow: Any,
     input: Any,
     *,
@@ -100,7 +99,7 @@ def start_child(
         raise errors.WorkflowDefinitionError(
             f"parent_close must be one of {', '.join(PARENT_CLOSE)}, not {parent_close!r}."
         )
-    definition = registry.resolve(workflow, version)
+    definition = x.resolve(workflow, version)
     if id is None:
         id = _default_id(x, definition.name)
     instances.check_key("The child's id", id, x.using)
@@ -152,7 +151,7 @@ def start_child(
     return ChildHandle(id, definition.name, x)
 
 
-def _default_id(x: Runtime, workflow: str) -> str:
+def _default_id(x: Surface, workflow: str) -> str:
     """The `default_child_id()` of the next child of `workflow`, n counting that workflow's
     children in this run.
 

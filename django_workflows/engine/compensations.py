@@ -4,8 +4,6 @@ reverse order when the instance fails or is cancelled (its undo)."""
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .. import errors
@@ -16,11 +14,11 @@ from . import journal
 from .attempts import attempt_failed, invoke
 from .stepcontext import StepContext
 from .steplog import carried
+from .surface import Compensation
 from .tracebacks import attempt_error
 
 if TYPE_CHECKING:
-    from .execution import Execution
-    from .runtime import Runtime
+    from .surface import Ending, Surface
 
 UNDONE_AS = {
     "WorkflowCancelledError": Status.CANCELLED,
@@ -29,19 +27,8 @@ UNDONE_AS = {
 """The status an instance ends with once undone, by its error's name; `failed` for others."""
 
 
-@dataclass
-class Compensation:
-    """A completed step's compensation, to run with its result if the instance is undone."""
-
-    position: tuple[int, ...]
-    step: str
-    fn: Callable[[Any, StepContext], Any]
-    retry: Any
-    result: Any
-
-
 def register(
-    x: Runtime, position: tuple[int, ...], name: str, compensate: Any, retry: Any, result: Any
+    x: Surface, position: tuple[int, ...], name: str, compensate: Any, retry: Any, result: Any
 ) -> None:
     """The step `name` completed with `result`: hold its compensation, if it has one."""
     if compensate is not None:
@@ -49,7 +36,7 @@ def register(
             x.compensations.append(Compensation(position, name, compensate, retry, result))
 
 
-def commit(x: Runtime, name: str) -> None:
+def commit(x: Surface, name: str) -> None:
     """The commit point `name`: journaled once; the compensations registered so far go."""
     position, entry = x.enter(name, "commit")
     if entry is None or entry["status"] != journal.COMPLETED:
@@ -65,7 +52,7 @@ def commit(x: Runtime, name: str) -> None:
         x.compensations.clear()
 
 
-def undo(x: Execution, reason: BaseException) -> str:
+def undo(x: Ending, reason: BaseException) -> str:
     """The instance failed or was cancelled: run the compensations, in reverse order."""
     if x.flags.terminate_requested:
         return x.finish(Status.CANCELLED, error=journal.serialize_error(x.cancel_error(True)))
@@ -79,7 +66,7 @@ def undo(x: Execution, reason: BaseException) -> str:
     return compensate(x, error)
 
 
-def compensate(x: Execution, error: dict[str, Any]) -> str:
+def compensate(x: Ending, error: dict[str, Any]) -> str:
     """Run the compensations registered so far, latest step position first, then end the
     instance as `error` says (or `compensation_failed`, or `cancelled` by a terminate)."""
     compensations = sorted(x.compensations, key=lambda c: c.position, reverse=True)
@@ -92,7 +79,7 @@ def compensate(x: Execution, error: dict[str, Any]) -> str:
 
 
 def _run_compensation(
-    x: Execution, compensation: Compensation, error: dict[str, Any], reason: BaseException
+    x: Ending, compensation: Compensation, error: dict[str, Any], reason: BaseException
 ) -> str | None:
     """Run one compensation to its end; a final status when the undo cannot go on."""
     name = f"{journal.COMPENSATION_PREFIX}{compensation.step}"

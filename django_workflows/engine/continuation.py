@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 
 from .. import errors, wakeups
 from ..models import Status
-from ..registry import registry
 from ..store import instances as store
 from ..store.signals import first_unconsumed
 from . import journal
@@ -29,8 +28,7 @@ from .interrupts import ContinueAsNew
 from .status import UNSET
 
 if TYPE_CHECKING:
-    from .execution import Execution
-    from .runtime import Runtime
+    from .surface import Ending, Surface
 
 SAME: Any = object()
 """continue_as_new()'s default input: the current run's."""
@@ -39,7 +37,7 @@ LATEST = "latest"
 """continue_as_new(version="latest"): the newest registered version of the workflow."""
 
 
-def continue_as_new(x: Runtime, input: Any, version: int | str | None) -> None:
+def continue_as_new(x: Surface, input: Any, version: int | str | None) -> None:
     """Raise ContinueAsNew for `input` (SAME: this run's) and `version` (None: this one;
     "latest": the newest registered; an int: that registered version).
 
@@ -59,7 +57,7 @@ def continue_as_new(x: Runtime, input: Any, version: int | str | None) -> None:
     if input is SAME:
         input = instance.input
     value = x.to_json(input, "The input of ctx.continue_as_new()")
-    definition = registry.resolve(instance.workflow, _version(instance.version, version))
+    definition = x.resolve(instance.workflow, _version(instance.version, version))
     x.check_interrupts(None, None)  # a cancel, a timeout or a shutdown comes first
     raise x.interrupted(ContinueAsNew(definition, value))
 
@@ -80,7 +78,7 @@ def _version(current: int, version: int | str | None) -> int | None:
     return version
 
 
-def restart(x: Execution, request: ContinueAsNew) -> str:
+def restart(x: Ending, request: ContinueAsNew) -> str:
     """Write the new start that `request` asks for, close the children first as an end
     would (each by its parent_close), and make the instance due now; "continued-as-new"."""
     instance = x.instance
@@ -139,7 +137,7 @@ def restart(x: Execution, request: ContinueAsNew) -> str:
     return "continued-as-new"
 
 
-def _timeout_override(x: Execution, carried: dict[str, Any]) -> timedelta | None:
+def _timeout_override(x: Ending, carried: dict[str, Any]) -> timedelta | None:
     """The run timeout start(timeout=...) gave the instance, kept through its generations;
     None when it runs with its definition's declared one."""
     instance = x.instance

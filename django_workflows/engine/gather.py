@@ -11,10 +11,10 @@ from ..errors import WorkflowInterrupt
 from .interrupts import Cancel, HandBack, JournalFull, LeaseLost, RunTimeout, StoreFailed, Suspend
 
 if TYPE_CHECKING:
-    from .runtime import Runtime
+    from .surface import Surface
 
 
-def gather(x: Runtime, fns: list[Callable[[], Any]]) -> list[Any]:
+def gather(x: Surface, fns: list[Callable[[], Any]]) -> list[Any]:
     """Run `fns` in threads of their own, each a branch of the workflow; their results in order,
     or the most important of the errors they raised (engine interrupts first).
     WorkflowDefinitionError for an argument that is not callable."""

@@ -18,7 +18,7 @@ from .interrupts import ReplayEnd
 from .replay import sibling
 
 if TYPE_CHECKING:
-    from .runtime import Runtime
+    from .surface import Surface
 
 LONGEST_ID = JOURNAL_NAME_LENGTH - len(journal.PATCH_PREFIX)
 """The longest patch id: its marker's name, prefix included, fits the journal's name column."""
@@ -39,7 +39,7 @@ def check_patch_id(patch_id: Any, call: str) -> str:
     return patch_id
 
 
-def patched(x: Runtime, patch_id: Any) -> bool:
+def patched(x: Surface, patch_id: Any) -> bool:
     """ctx.patched(): True for a run that reaches the call before its journal goes past it
     (a marker is journaled, and every replay gets True again), False for a run whose journal,
     recorded by the code before the patch, already goes past it (that answer is journaled too).
@@ -49,7 +49,7 @@ def patched(x: Runtime, patch_id: Any) -> bool:
     return _answer(x, patch_id, deprecated=False)
 
 
-def deprecate_patch(x: Runtime, patch_id: Any) -> None:
+def deprecate_patch(x: Surface, patch_id: Any) -> None:
     """ctx.deprecate_patch(): the code after the call is the patch's new branch only. A run
     that reaches it first journals the marker as patched() does; a run whose journal went past
     it without the marker (an instance of the code before the patch, still running) fails with
@@ -70,7 +70,7 @@ def deprecate_patch(x: Runtime, patch_id: Any) -> None:
     )
 
 
-def _answer(x: Runtime, patch_id: str, *, deprecated: bool) -> bool:
+def _answer(x: Surface, patch_id: str, *, deprecated: bool) -> bool:
     """The patch's answer in this run: journaled, or decided now and journaled. The first call
     with an id decides for every later one with that id, in this run and its replays."""
     name = journal.PATCH_PREFIX + patch_id
@@ -109,7 +109,7 @@ def _answer(x: Runtime, patch_id: str, *, deprecated: bool) -> bool:
     return taken
 
 
-def _passed(x: Runtime) -> bool:
+def _passed(x: Surface) -> bool:
     """Whether the journal goes past the ctx call this thread is at: it holds an entry that the
     code has not reached (the caller holds the lock). Entries of the other branches of a gather
     don't count, nor do the engine's own entries and other patches' markers, which the code

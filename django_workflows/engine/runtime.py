@@ -18,6 +18,7 @@ from .. import clock
 from ..definitions import Workflow
 from ..errors import WorkflowPayloadError
 from ..models import WorkflowInstance
+from ..registry import registry
 from ..store import instances as store
 from ..store.signals import recorded_before, signals_for
 from ..store.values import to_json
@@ -28,7 +29,7 @@ from .stops import Stops
 from .threads import OwnerCalls
 
 if TYPE_CHECKING:
-    from .compensations import Compensation
+    from .surface import Compensation
 
 
 class Runtime(Stops):
@@ -73,6 +74,11 @@ class Runtime(Stops):
         self.lease_deadline = max(
             self.lease_deadline, started + self.lease_duration.total_seconds()
         )
+
+    def resolve(self, workflow: Any, version: int | None) -> Workflow:
+        """The registered definition of `workflow` (a name or a Workflow) at `version`, else
+        its highest (registry.resolve): the one a child or a continue-as-new runs."""
+        return registry.resolve(workflow, version)
 
     def store_call(self, fn: Callable[[], Any], what: str) -> Any:
         """A store call on the execution's thread, run again after a database fault

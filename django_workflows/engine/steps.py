@@ -26,7 +26,7 @@ from .steplog import carried
 from .tracebacks import attempt_error
 
 if TYPE_CHECKING:
-    from .runtime import Runtime
+    from .surface import Surface
 
 
 def _check_arguments(x: Any, fn: Callable[..., Any], count: int, what: str, like: str) -> None:
@@ -73,7 +73,7 @@ def _binds_code(
 
 
 def step(
-    x: Runtime,
+    x: Surface,
     name: str,
     fn: Callable[[StepContext], Any],
     *,

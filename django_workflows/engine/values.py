@@ -17,10 +17,10 @@ from . import journal
 from .interrupts import ReplayEnd
 
 if TYPE_CHECKING:
-    from .runtime import Runtime
+    from .surface import Surface
 
 
-def value(x: Runtime, kind: str, make: Callable[[], Any]) -> Any:
+def value(x: Surface, kind: str, make: Callable[[], Any]) -> Any:
     """A journaled value of `kind`, `$<kind>:<position>`: `make()` once, its entry after."""
     x.guard_step(f"ctx.{kind}()")
     position = x.next_position()
@@ -44,17 +44,17 @@ def value(x: Runtime, kind: str, make: Callable[[], Any]) -> Any:
     return result
 
 
-def now(x: Runtime) -> datetime:
+def now(x: Surface) -> datetime:
     """The engine clock's time, journaled."""
     return datetime.fromisoformat(value(x, "now", lambda: journal.timestamp(x.now())))
 
 
-def random(x: Runtime) -> float:
+def random(x: Surface) -> float:
     """A random float in [0, 1), journaled."""
     return float(value(x, "random", _random.random))
 
 
-def uuid(x: Runtime) -> str:
+def uuid(x: Surface) -> str:
     """A random UUID as a string, journaled."""
     return str(value(x, "uuid", lambda: str(_uuid.uuid4())))
 
@@ -63,7 +63,7 @@ VALUE_LIMIT = 64 * 1024
 """The most a published value takes as JSON."""
 
 
-def set_value(x: Runtime, name: str, value: Any) -> None:
+def set_value(x: Surface, name: str, value: Any) -> None:
     """Publish `value` (JSON, at most 64 KiB) as the instance's value `name`, the latest of
     that name from now on; a replay of the call writes nothing. Raises TypeError for a name that
     is not a non-empty string or a value that is not JSON or is larger, ValueError for a name

@@ -18,7 +18,7 @@ from ..results import WaitOutcome
 from . import journal
 
 if TYPE_CHECKING:
-    from .runtime import Runtime
+    from .surface import Surface
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ def timer(duration: Duration | None = None, *, until: datetime | None = None) ->
 
 
 def signal_condition(
-    x: Runtime,
+    x: Surface,
     signal: WorkflowSignal | str,
     key: str | None,
     match: Callable[[Any], bool] | None,
@@ -94,7 +94,7 @@ def _deadline(timer: TimerCondition, now: datetime) -> datetime:
     return now + timer.duration
 
 
-def sleep(x: Runtime, name: str, timer: TimerCondition) -> None:
+def sleep(x: Surface, name: str, timer: TimerCondition) -> None:
     """The sleep `name`: done once its timer fired, else Suspend until it does."""
     position, entry = x.enter(name, "sleep")
     if entry is not None and entry["status"] == journal.COMPLETED:
@@ -128,7 +128,7 @@ def _since(entry: dict[str, Any]) -> datetime | None:
     return journal.parse_timestamp(entry.get("started_at"))
 
 
-def wait_for_any(x: Runtime, name: str, conditions: dict[str, Any]) -> WaitOutcome:
+def wait_for_any(x: Surface, name: str, conditions: dict[str, Any]) -> WaitOutcome:
     """The wait `name` for whichever of `conditions` (conditions or Waitables) comes first;
     WorkflowDefinitionError for none, or for another kind of object."""
     if not conditions:
@@ -150,7 +150,7 @@ def wait_for_any(x: Runtime, name: str, conditions: dict[str, Any]) -> WaitOutco
     return won
 
 
-def wait(x: Runtime, name: str, conditions: dict[str, Any], *, kind: str = "wait") -> WaitOutcome:
+def wait(x: Surface, name: str, conditions: dict[str, Any], *, kind: str = "wait") -> WaitOutcome:
     """Wait `name` for whichever of `conditions` comes first, decided once and journaled:
     its key and value, or Suspend until one can."""
     position, entry = x.enter(name, kind)
@@ -242,7 +242,7 @@ def wait(x: Runtime, name: str, conditions: dict[str, Any], *, kind: str = "wait
 
 
 def _take(
-    x: Runtime,
+    x: Surface,
     conditions: dict[str, SignalCondition],
     received: dict[str, list[Any]],
     deadline: datetime | None,
@@ -271,7 +271,7 @@ def _take(
 
 
 def wait_for_signal(
-    x: Runtime,
+    x: Surface,
     name: str,
     signal: WorkflowSignal | str,
     *,
