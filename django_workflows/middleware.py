@@ -27,8 +27,7 @@ from .conf import SETTING, get_settings
 from .errors import WorkflowInterrupt
 
 if TYPE_CHECKING:
-    from .engine.runtime import Runtime
-    from .engine.stepcontext import StepContext
+    from .models import WorkflowInstance
 
 HEADERS_ENTRY = "$headers"  # the journal entry start() stores process_start()'s headers in
 HEADERS_KIND = "headers"
@@ -128,20 +127,25 @@ def _reload(*, setting: str, **kwargs: Any) -> None:
         chain.cache_clear()
 
 
-def wrap(x: Runtime, step: StepContext, call: Callable[[], Any]) -> Callable[[], Any]:
-    """`call`, the attempt of `step`, run through the chain (as is without middleware)."""
+def wrap(
+    instance: WorkflowInstance,
+    entry_name: str,
+    step: str,
+    attempt: int,
+    call: Callable[[], Any],
+) -> Callable[[], Any]:
+    """`call`, attempt `attempt` of the step `step` of `instance` (journaled as `entry_name`, a
+    compensation's with its prefix), run through the chain (as is without middleware)."""
     handler = chain().handler
     if handler is None:
         return call
-    instance = x.instance
-    name = step._entry_name
-    compensation = name.startswith(COMPENSATION_PREFIX)
+    compensation = entry_name.startswith(COMPENSATION_PREFIX)
     invocation = StepInvocation(
         instance.id,
         instance.workflow,
         instance.version,
-        step._name,
-        step.attempt,
+        step,
+        attempt,
         "compensation" if compensation else "step",
         call,
     )
@@ -181,14 +185,16 @@ def headers_entry(headers: dict[str, str]) -> dict[str, dict[str, Any]]:
     return {HEADERS_ENTRY: {"kind": HEADERS_KIND, "status": "completed", "headers": headers}}
 
 
-def run_execution(x: Runtime, run: Callable[[], str]) -> str:
-    """`run()`, one execution of `x`, inside the chain's process_execution() methods."""
+def run_execution(
+    instance: WorkflowInstance, journal: Mapping[str, Any], run: Callable[[], str]
+) -> str:
+    """`run()`, one execution of `instance` (whose journal, as claimed, is `journal`), inside
+    the chain's process_execution() methods."""
     executions = chain().executions
     if not executions:
         return run()
-    instance = x.instance
     invocation = ExecutionInvocation(
-        instance.id, instance.workflow, instance.version, instance.runs, stored_headers(x)
+        instance.id, instance.workflow, instance.version, instance.runs, stored_headers(journal)
     )
     wrapped = run
     for process_execution in reversed(executions):
@@ -196,10 +202,10 @@ def run_execution(x: Runtime, run: Callable[[], str]) -> str:
     return wrapped()
 
 
-def stored_headers(x: Runtime) -> Mapping[str, str]:
-    """The headers start() stored with `x`'s instance, from its journal (which the worker's
+def stored_headers(journal: Mapping[str, Any]) -> Mapping[str, str]:
+    """The headers start() stored with an instance, from its `journal` (which the worker's
     claim reads for a first execution too while a process_execution() exists, where the
     instance `has_headers`)."""
-    entry = x.journal.get(HEADERS_ENTRY)
+    entry = journal.get(HEADERS_ENTRY)
     headers = entry.get("headers") if entry is not None else None
     return headers if isinstance(headers, dict) else {}

@@ -16,10 +16,10 @@ from . import journal
 from .waits import SignalCondition, wait
 
 if TYPE_CHECKING:
-    from .runtime import Runtime
+    from .surface import Surface
 
 
-def addressed_to(x: Runtime, entry: str, **fields: Any) -> Any:
+def addressed_to(x: Surface, entry: str, **fields: Any) -> Any:
     """A signal condition's match: the payload names this entry's arrival (`at`, the time the
     entry was reached, as journaled, in this run's `generation`) and carries `fields`."""
     generation = x.instance.generation
@@ -27,7 +27,7 @@ def addressed_to(x: Runtime, entry: str, **fields: Any) -> Any:
     def match(payload: Any) -> bool:
         if not isinstance(payload, dict):
             return False
-        with x._lock:
+        with x.lock:
             reached = x.journal.get(entry, {}).get("started_at")
         return (
             payload.get("at") == reached and payload.get("generation", 0) == generation
@@ -36,15 +36,15 @@ def addressed_to(x: Runtime, entry: str, **fields: Any) -> Any:
     return match
 
 
-def completed_before(x: Runtime, name: str) -> bool:
+def completed_before(x: Surface, name: str) -> bool:
     """Whether the journal this execution read has the entry `name` completed: then a wait
     returns its journaled outcome and its event was sent by an earlier execution."""
-    with x._lock:
+    with x.lock:
         entry = x.journal.get(name)
     return entry is not None and entry.get("status") == journal.COMPLETED
 
 
-def breakpoint(x: Runtime, name: str) -> None:
+def breakpoint(x: Surface, name: str) -> None:
     """Suspend at the breakpoint `name` until resume() continues it; at once on replay.
 
     Raises WorkflowDefinitionError for a name that is not a non-empty string, ValueError for
@@ -60,4 +60,4 @@ def breakpoint(x: Runtime, name: str) -> None:
     condition = SignalCondition(BREAKPOINT_SIGNAL, x.instance.id, addressed_to(x, name, name=name))
     wait(x, name, {"resume": condition}, kind="breakpoint")
     if not replayed:
-        x._emit("breakpoint-resumed", breakpoint=name)
+        x.emit("breakpoint-resumed", breakpoint=name)

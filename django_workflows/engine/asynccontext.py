@@ -69,7 +69,9 @@ class AsyncWorkflowContext:
 
     def __init__(self, ctx: WorkflowContext):
         self._ctx = ctx
-        self._x = ctx._x
+        from .context import execution_of  # reads the models: not at this module's import
+
+        self._x = execution_of(ctx)
         self.instance_id: str = ctx.instance_id
         self.workflow: str = ctx.workflow
         self.version: int = ctx.version
@@ -271,7 +273,9 @@ def workflow_runner(fn: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
 
     @functools.wraps(fn)
     def run(ctx: WorkflowContext, input: Any) -> Any:
-        return drive(ctx._x.calls, fn(AsyncWorkflowContext(ctx), input))
+        from .context import execution_of  # reads the models: not at this module's import
+
+        return drive(execution_of(ctx).calls, fn(AsyncWorkflowContext(ctx), input))
 
     run.is_async = True  # type: ignore[attr-defined]
     return run

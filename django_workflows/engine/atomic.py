@@ -25,19 +25,19 @@ from .faults import call_store
 from .interrupts import HandBack, StoreFailed
 
 if TYPE_CHECKING:
-    from .runtime import Runtime
+    from .surface import Surface
 
 logger = logging.getLogger("django_workflows")
 
 
 def check(
-    x: Runtime, name: str, fn: Callable[..., Any], atomic: Any, timeout: Any, heartbeat: Any
+    x: Surface, name: str, fn: Callable[..., Any], atomic: Any, timeout: Any, heartbeat: Any
 ) -> bool:
     """`atomic` checked: WorkflowDefinitionError for a value that is not a bool, for an atomic
     step with a timeout or heartbeat_timeout (a thread cannot be stopped inside a transaction)
     and for an async def function (its ORM calls would run on another thread's connection)."""
     if not isinstance(atomic, bool):
-        raise x._define_error(
+        raise x.define_error(
             errors.WorkflowDefinitionError(
                 f'Step "{name}": atomic must be True or False, got {atomic!r}.'
             )
@@ -46,7 +46,7 @@ def check(
         return False
     if timeout is not None or heartbeat is not None:
         which = "timeout" if timeout is not None else "heartbeat_timeout"
-        raise x._define_error(
+        raise x.define_error(
             errors.WorkflowDefinitionError(
                 f'Step "{name}" is atomic and has a {which}: an atomic step runs inside a '
                 "database transaction on the workflow's own thread, which cannot be stopped "
@@ -54,7 +54,7 @@ def check(
             )
         )
     if inspect.iscoroutinefunction(getattr(fn, "__wrapped__", fn)):
-        raise x._define_error(
+        raise x.define_error(
             errors.WorkflowDefinitionError(
                 f'Step "{name}" is atomic and its function is async def: its ORM calls would '
                 "run on another thread, outside the step's transaction. Make the function sync "
@@ -65,7 +65,7 @@ def check(
 
 
 @contextlib.contextmanager
-def attempt(x: Runtime, atomic: bool) -> Iterator[None]:
+def attempt(x: Surface, atomic: bool) -> Iterator[None]:
     """The transaction of an atomic step's attempt (nothing for another step): whatever the
     block raises rolls back the function's writes and the journal entry written in it.
 
@@ -92,7 +92,7 @@ def attempt(x: Runtime, atomic: bool) -> Iterator[None]:
         raise _hand_back(x, "the commit", error) from error
 
 
-def check_usable(x: Runtime, name: str) -> None:
+def check_usable(x: Surface, name: str) -> None:
     """After an atomic step's function returned, before the engine writes in its transaction:
     TransactionManagementError, the attempt's error, when the function left the transaction
     unusable. Django marks it for rollback on transaction.set_rollback(True) and on a database
@@ -114,7 +114,7 @@ def check_usable(x: Runtime, name: str) -> None:
     )
 
 
-def _hand_back(x: Runtime, what: str, error: BaseException) -> BaseException:
+def _hand_back(x: Surface, what: str, error: BaseException) -> BaseException:
     logger.error(
         "Instance %s: the database refused %s of an atomic step's attempt (%s); the step's "
         "writes were rolled back, and the instance is handed back to run again from its "
@@ -128,7 +128,7 @@ def _hand_back(x: Runtime, what: str, error: BaseException) -> BaseException:
 
 
 def forget_attempt(
-    x: Runtime,
+    x: Surface,
     name: str,
     position: Any,
     entry: dict[str, Any] | None,
@@ -143,13 +143,13 @@ def forget_attempt(
     x.record(name, position, **before)
 
 
-def to_json(x: Runtime, value: Any, what: str) -> Any:
+def to_json(x: Surface, value: Any, what: str) -> Any:
     """x.to_json() on this thread: the size check's read must not wait for the execution's
     thread, which may itself wait for this transaction's lock (SQLite's one writer)."""
     return call_store(x, lambda: store_json(value, what, using=x.using), "a size check")
 
 
-def commit_entry(x: Runtime) -> None:
+def commit_entry(x: Surface) -> None:
     """Write the journal's buffered entries (the step's completion among them) now, on this
     thread's connection, inside the step's transaction: fenced by the lease token, so a lease
     lost meanwhile rolls the step's writes back too (LeaseLost)."""

@@ -19,41 +19,47 @@ from .stepcontext import StepContext
 from .tracebacks import raised_at
 
 if TYPE_CHECKING:
-    from .runtime import Runtime
+    from .surface import Surface
 
 logger = logging.getLogger("django_workflows")
 
 
 def invoke(
-    x: Runtime,
+    x: Surface,
     step: StepContext,
     call: Callable[[], Any],
     timeout: timedelta | None,
     heartbeat_timeout: timedelta | None,
+    *,
+    name: str,
+    entry_name: str,
 ) -> Any:
-    """Run a step's function; with timeouts, in a thread of its own that can be abandoned
-    (Python cannot kill a thread: a late result is discarded)."""
-    call = middleware.wrap(x, step, call)  # STEP_MIDDLEWARE, around every attempt
-    with x._lock:
+    """Run a step's function (of the step `name`, journaled as `entry_name`); with timeouts,
+    in a thread of its own that can be abandoned (Python cannot kill a thread: a late result
+    is discarded)."""
+    # STEP_MIDDLEWARE, around every attempt
+    call = middleware.wrap(x.instance, entry_name, name, step.attempt, call)
+    with x.lock:
         x.running_steps.add(step)
     try:
         if timeout is None and heartbeat_timeout is None:
-            x._local.in_step = True
+            x.local.in_step = True
             running = running_step.set(step)
             try:
                 return call()
             finally:
                 running_step.reset(running)
-                x._local.in_step = False
-        return _call_with_timeouts(x, step, call, timeout, heartbeat_timeout)
+                x.local.in_step = False
+        return _call_with_timeouts(x, step, name, call, timeout, heartbeat_timeout)
     finally:
-        with x._lock:
+        with x.lock:
             x.running_steps.discard(step)
 
 
 def _call_with_timeouts(
-    x: Runtime,
+    x: Surface,
     step: StepContext,
+    name: str,
     call: Callable[[], Any],
     timeout: timedelta | None,
     heartbeat_timeout: timedelta | None,
@@ -62,7 +68,7 @@ def _call_with_timeouts(
     done = threading.Event()
 
     def target() -> None:
-        x._local.in_step = True
+        x.local.in_step = True
         running_step.set(step)  # this thread runs nothing else
         try:
             box["result"] = call()
@@ -92,7 +98,7 @@ def _call_with_timeouts(
         if remaining <= 0:
             step.time_out()  # an async function's coroutine is cancelled; a thread cannot be
             raise errors.StepTimeoutError(
-                f'Step "{step._name}" attempt {step.attempt} ran past its {which} of {length}.'
+                f'Step "{name}" attempt {step.attempt} ran past its {which} of {length}.'
             )
         x.calls.serve(min(remaining, 0.25))
     if "error" in box:
@@ -101,7 +107,7 @@ def _call_with_timeouts(
 
 
 def attempt_failed(
-    x: Runtime,
+    x: Surface,
     name: str,
     position: tuple[int, ...] | None,
     failed: dict[str, Any],
@@ -127,7 +133,7 @@ def attempt_failed(
     )
     if gives_up:
         x.record(name, position, **{**failed, "status": journal.FAILED})
-        x._emit("step-failed", step=name, attempt=attempt, error=serialized, retry_at=None)
+        x.emit("step-failed", step=name, attempt=attempt, error=serialized, retry_at=None)
         return None
     retry_at = x.now() + policy.wait_before(attempt, error)
     entry = x.record(
@@ -135,5 +141,5 @@ def attempt_failed(
         position,
         **{**failed, "status": journal.PENDING, "retry_at": journal.timestamp(retry_at)},
     )
-    x._emit("step-failed", step=name, attempt=attempt, error=serialized, retry_at=retry_at)
+    x.emit("step-failed", step=name, attempt=attempt, error=serialized, retry_at=retry_at)
     return entry

@@ -12,31 +12,31 @@ from . import journal
 from .interrupts import ReplayEnd
 
 if TYPE_CHECKING:
-    from .runtime import Runtime
+    from .surface import Surface
 
 PREFIX = "$attributes:"
 """The journal names of ctx.set_attributes() calls: `$attributes:<position>`."""
 
 
-def set_attributes(x: Runtime, values: dict[str, Any]) -> None:
+def set_attributes(x: Surface, values: dict[str, Any]) -> None:
     """Set the search attributes `values` of the instance (None removes one), written at once
     with the call's journal entry; a replay of the call writes nothing.
 
     Raises TypeError or ValueError for a bad name or value (as start(attributes=...) does), or
     when the instance would have more than MAX_ATTRIBUTES; WorkflowDefinitionError inside a
     step's function; WorkflowNonDeterminismError when the journal set other names here."""
-    x._guard_step("ctx.set_attributes()")
+    x.guard_step("ctx.set_attributes()")
     changes = check_attributes(values, "ctx.set_attributes()", removable=True)
     if not changes:
         return
-    position = x._next_position()
+    position = x.next_position()
     entry_name = f"{PREFIX}{'.'.join(map(str, position))}"
-    with x._lock:
+    with x.lock:
         x.reached.add(entry_name)
         entry = x.journal.get(entry_name)
     if entry is not None:
         if sorted(entry.get("names") or []) != sorted(changes):
-            raise x._define_error(
+            raise x.define_error(
                 errors.WorkflowNonDeterminismError(
                     f'Instance "{x.instance.id}" of workflow "{x.instance.workflow}@'
                     f'{x.instance.version}" does not match its journal: the attributes set here '
@@ -72,4 +72,4 @@ def set_attributes(x: Runtime, values: dict[str, Any]) -> None:
     # Written now, with the entry that journals it: a search finds the instance by what the
     # run set so far, and a replay that finds the entry knows the rows were written.
     x.write(attributes=changes)
-    x._emit("attributes-set", attributes=written)
+    x.emit("attributes-set", attributes=written)

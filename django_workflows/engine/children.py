@@ -26,7 +26,7 @@ from .replay import sibling
 from .waits import SignalCondition, Waitable, wait
 
 if TYPE_CHECKING:
-    from .runtime import Runtime
+    from .surface import Surface
 
 CHILD_PREFIX = "$child:"  # a child's start's entry: "$child:<id>"
 CHILD_SIGNAL = "$child"  # the signal a child's final write records for its parent, keyed by its id
@@ -54,7 +54,7 @@ class ChildHandle(Waitable):
     for it to end and returns its output (or raises ChildWorkflowFailedError). Also a condition
     of ctx.wait_for_any()."""
 
-    def __init__(self, id: str, workflow: str, x: Runtime):
+    def __init__(self, id: str, workflow: str, x: Surface):
         self.id = id
         self.workflow = workflow
         self._x = x
@@ -69,7 +69,7 @@ class ChildHandle(Waitable):
         """Wait for the child to end (journaled as `$result:<id>`): its output, or
         ChildWorkflowFailedError when it failed, was cancelled, terminated or deleted."""
         x, name = self._x, f"$result:{self.id}"
-        with x._lock:  # called again in this run: the end it returned before
+        with x.lock:  # called again in this run: the end it returned before
             entry = x.journal.get(name) if name in x.reached else None
         if entry is not None and entry["status"] == journal.COMPLETED:
             return child_outcome(self, copy.deepcopy(entry["result"]["value"]))
@@ -78,7 +78,7 @@ class ChildHandle(Waitable):
 
 
 def start_child(
-    x: Runtime,
+    x: Surface,
     workflow: Any,
     input: Any,
     *,
@@ -96,12 +96,12 @@ def start_child(
     """Start the child once (a replay gets the same one back) and return its handle; its
     `tags` and search `attributes` are checked as start()'s are. Its queue: `queue`, else its
     workflow's when that names one, else its parent's."""
-    x._guard_step("ctx.start_child()")
+    x.guard_step("ctx.start_child()")
     if parent_close not in PARENT_CLOSE:
         raise errors.WorkflowDefinitionError(
             f"parent_close must be one of {', '.join(PARENT_CLOSE)}, not {parent_close!r}."
         )
-    definition = registry.resolve(workflow, version)
+    definition = x.resolve(workflow, version)
     if id is None:
         id = _default_id(x, definition.name)
     instances.check_key("The child's id", id, x.using)
@@ -144,7 +144,7 @@ def start_child(
         finished_at=journal.timestamp(now),
         result={"id": id, "workflow": definition.name, "version": definition.version},
     )
-    x._emit(
+    x.emit(
         "child-started",
         child=id,
         child_workflow=definition.name,
@@ -153,7 +153,7 @@ def start_child(
     return ChildHandle(id, definition.name, x)
 
 
-def _default_id(x: Runtime, workflow: str) -> str:
+def _default_id(x: Surface, workflow: str) -> str:
     """The `default_child_id()` of the next child of `workflow`, n counting that workflow's
     children in this run.
 
@@ -162,12 +162,12 @@ def _default_id(x: Runtime, workflow: str) -> str:
     child never takes a number a sibling branch journaled.
     """
     parent = journal.run_key(x.instance.id, x.instance.generation)
-    with x._lock:
-        path = x._path()
+    with x.lock:
+        path = x.path()
         number = x.next_child_number(workflow)
         if not path:  # not in a gather branch: the count is the same in every run
             return default_child_id(parent, workflow, number)
-        position = (*path, x._counters.get(path, 0))  # the one enter() gives this call
+        position = (*path, x.counters.get(path, 0))  # the one enter() gives this call
         started = {  # by the id in the entry's name: a fork's copied entries are renamed
             name[len(CHILD_PREFIX) :]: doc.get("pos")
             for name, doc in x.journal.items()

@@ -4,8 +4,6 @@ reverse order when the instance fails or is cancelled (its undo)."""
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .. import errors
@@ -16,11 +14,11 @@ from .attempts import attempt_failed, invoke
 from .retries import default_retry
 from .stepcontext import StepContext
 from .steplog import carried
+from .surface import Compensation
 from .tracebacks import attempt_error
 
 if TYPE_CHECKING:
-    from .execution import Execution
-    from .runtime import Runtime
+    from .surface import Ending, Surface
 
 UNDONE_AS = {
     "WorkflowCancelledError": Status.CANCELLED,
@@ -29,27 +27,16 @@ UNDONE_AS = {
 """The status an instance ends with once undone, by its error's name; `failed` for others."""
 
 
-@dataclass
-class Compensation:
-    """A completed step's compensation, to run with its result if the instance is undone."""
-
-    position: tuple[int, ...]
-    step: str
-    fn: Callable[[Any, StepContext], Any]
-    retry: Any
-    result: Any
-
-
 def register(
-    x: Runtime, position: tuple[int, ...], name: str, compensate: Any, retry: Any, result: Any
+    x: Surface, position: tuple[int, ...], name: str, compensate: Any, retry: Any, result: Any
 ) -> None:
     """The step `name` completed with `result`: hold its compensation, if it has one."""
     if compensate is not None:
-        with x._lock:
+        with x.lock:
             x.compensations.append(Compensation(position, name, compensate, retry, result))
 
 
-def commit(x: Runtime, name: str) -> None:
+def commit(x: Surface, name: str) -> None:
     """The commit point `name`: journaled once; the compensations registered so far go."""
     position, entry = x.enter(name, "commit")
     if entry is None or entry["status"] != journal.COMPLETED:
@@ -61,25 +48,25 @@ def commit(x: Runtime, name: str) -> None:
             status=journal.COMPLETED,
             finished_at=journal.timestamp(x.now()),
         )
-    with x._lock:
+    with x.lock:
         x.compensations.clear()
 
 
-def undo(x: Execution, reason: BaseException) -> str:
+def undo(x: Ending, reason: BaseException) -> str:
     """The instance failed or was cancelled: run the compensations, in reverse order."""
     if x.flags.terminate_requested:
-        return x._finish(Status.CANCELLED, error=journal.serialize_error(x._cancel_error(True)))
+        return x.finish(Status.CANCELLED, error=journal.serialize_error(x.cancel_error(True)))
     error = journal.serialize_error(reason)
     if not x.compensations:
-        return x._finish(UNDONE_AS.get(error["name"], Status.FAILED), error=error)
-    x._close_children(f"Its parent {x.instance.id!r} is compensating.")
+        return x.finish(UNDONE_AS.get(error["name"], Status.FAILED), error=error)
+    x.close_children(f"Its parent {x.instance.id!r} is compensating.")
     x.write(changes={"status": Status.COMPENSATING, "error": error})
     x.instance.status = Status.COMPENSATING
-    x._emit("workflow-compensating", error=error)
+    x.emit("workflow-compensating", error=error)
     return compensate(x, error)
 
 
-def compensate(x: Execution, error: dict[str, Any]) -> str:
+def compensate(x: Ending, error: dict[str, Any]) -> str:
     """Run the compensations registered so far, latest step position first, then end the
     instance as `error` says (or `compensation_failed`, or `cancelled` by a terminate)."""
     compensations = sorted(x.compensations, key=lambda c: c.position, reverse=True)
@@ -88,11 +75,11 @@ def compensate(x: Execution, error: dict[str, Any]) -> str:
         outcome = _run_compensation(x, compensation, error, reason)
         if outcome is not None:
             return outcome
-    return x._finish(UNDONE_AS.get(error["name"], Status.FAILED), error=error)
+    return x.finish(UNDONE_AS.get(error["name"], Status.FAILED), error=error)
 
 
 def _run_compensation(
-    x: Execution, compensation: Compensation, error: dict[str, Any], reason: BaseException
+    x: Ending, compensation: Compensation, error: dict[str, Any], reason: BaseException
 ) -> str | None:
     """Run one compensation to its end; a final status when the undo cannot go on."""
     name = f"{journal.COMPENSATION_PREFIX}{compensation.step}"
@@ -104,7 +91,7 @@ def _run_compensation(
     )
     while True:
         if x.flags.terminate_requested:
-            return x._finish(Status.CANCELLED, error=journal.serialize_error(x._cancel_error(True)))
+            return x.finish(Status.CANCELLED, error=journal.serialize_error(x.cancel_error(True)))
         if x.stop_reason is not None:
             raise x.stop_interrupt()
         now = x.now()
@@ -113,9 +100,9 @@ def _run_compensation(
             if retry_at is not None and retry_at > now:
                 x.write(
                     changes={"status": Status.COMPENSATING},
-                    release=store.Release(retry_at, [], x.last_signal_id, x._had_waits),
+                    release=store.Release(retry_at, [], x.last_signal_id, x.had_waits),
                 )
-                x._emit("workflow-suspended", wake_at=retry_at, waits=[])
+                x.emit("workflow-suspended", wake_at=retry_at, waits=[])
                 return Status.COMPENSATING
         attempt = (entry.get("attempt") or 0) + 1 if entry is not None else 1
         running = x.record(
@@ -139,6 +126,8 @@ def _run_compensation(
                 ),
                 None,
                 None,
+                name=compensation.step,
+                entry_name=name,
             )
         except BaseException as failure:
             if isinstance(failure, errors.WorkflowInterrupt):
@@ -170,7 +159,7 @@ def _run_compensation(
                     "step": compensation.step,
                     "attempts": attempt,
                 }
-                return x._finish(
+                return x.finish(
                     Status.COMPENSATION_FAILED,
                     error={**error, "compensation": compensation_error},
                 )
@@ -185,5 +174,5 @@ def _run_compensation(
                 **step.log.journaled(),
             },
         )
-        x._emit("step-compensated", step=compensation.step, attempt=attempt)
+        x.emit("step-compensated", step=compensation.step, attempt=attempt)
         return None

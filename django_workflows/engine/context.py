@@ -38,13 +38,13 @@ from .waits import SignalCondition, TimerCondition
 from .webhooks import Webhook
 
 if TYPE_CHECKING:
-    from .runtime import Runtime
+    from .surface import Surface
 
 
 class WorkflowContext:
     """`ctx`: every side effect, wait and decision that must survive a restart goes through it."""
 
-    def __init__(self, execution: Runtime):
+    def __init__(self, execution: Surface):
         self._x = execution
         instance = execution.instance
         self.instance_id: str = instance.id
@@ -276,6 +276,11 @@ class WorkflowContext:
     def uuid(self) -> str:
         """A random UUID as a string, journaled."""
         return values.uuid(self._x)
+
+
+def execution_of(ctx: WorkflowContext) -> Surface:
+    """The execution behind `ctx` (for the async ctx that wraps it, asynccontext.py)."""
+    return ctx._x
 
 
 __all__ = [

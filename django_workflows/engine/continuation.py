@@ -30,8 +30,7 @@ from .registry import registry
 from .status import UNSET
 
 if TYPE_CHECKING:
-    from .execution import Execution
-    from .runtime import Runtime
+    from .surface import Ending, Surface
 
 SAME: Any = object()
 """continue_as_new()'s default input: the current run's."""
@@ -40,16 +39,16 @@ LATEST = "latest"
 """continue_as_new(version="latest"): the newest registered version of the workflow."""
 
 
-def continue_as_new(x: Runtime, input: Any, version: int | str | None) -> None:
+def continue_as_new(x: Surface, input: Any, version: int | str | None) -> None:
     """Raise ContinueAsNew for `input` (SAME: this run's) and `version` (None: this one;
     "latest": the newest registered; an int: that registered version).
 
     Raises WorkflowDefinitionError inside a step's function or a gather() branch, TypeError for
     an input that is not JSON or a version of another type, ValueError for a version below 1,
     WorkflowNotFoundError for a version that is not registered; nothing is written then."""
-    x._guard_step("ctx.continue_as_new()")
-    if getattr(x._local, "branch", False):
-        raise x._define_error(
+    x.guard_step("ctx.continue_as_new()")
+    if getattr(x.local, "branch", False):
+        raise x.define_error(
             errors.WorkflowDefinitionError(
                 f"ctx.continue_as_new() was called inside a gather() branch in instance "
                 f"{x.instance.id!r}. It ends the whole run: call it from the workflow's own code, "
@@ -60,7 +59,7 @@ def continue_as_new(x: Runtime, input: Any, version: int | str | None) -> None:
     if input is SAME:
         input = instance.input
     value = x.to_json(input, "The input of ctx.continue_as_new()")
-    definition = registry.resolve(instance.workflow, _version(instance.version, version))
+    definition = x.resolve(instance.workflow, _version(instance.version, version))
     x.check_interrupts(None, None)  # a cancel, a timeout or a shutdown comes first
     raise x.interrupted(ContinueAsNew(definition, value))
 
@@ -81,17 +80,17 @@ def _version(current: int, version: int | str | None) -> int | None:
     return version
 
 
-def restart(x: Execution, request: ContinueAsNew) -> str:
+def restart(x: Ending, request: ContinueAsNew) -> str:
     """Write the new start that `request` asks for, close the children first as an end
     would (each by its parent_close), and make the instance due now; "continued-as-new"."""
     instance = x.instance
-    x._close_children(f"Its parent {instance.id!r} continued as new.")
+    x.close_children(f"Its parent {instance.id!r} continued as new.")
     now = x.now()
-    with x._lock:
+    with x.lock:
         taken = set(x.consumed)
         carried = x.journal.get(journal.CONTINUED) or {}
         x.pending = {}  # the run's buffered entries go with its journal
-        x._warn_journal = False
+        x.warn_journal = False
         x.desired_status = UNSET  # a new run starts without a custom status
     cursor = instance.signal_cursor
     if taken:
@@ -115,7 +114,7 @@ def restart(x: Execution, request: ContinueAsNew) -> str:
             "timeout": None if override is None else override.total_seconds(),
             "started_at": journal.timestamp(now),
         }
-    with x._lock:
+    with x.lock:
         x.pending = entries
     x.write(
         changes={
@@ -131,7 +130,7 @@ def restart(x: Execution, request: ContinueAsNew) -> str:
         release=store.Release(now, [], x.last_signal_id, had_waits=True),
         restart=True,
     )
-    x._emit(
+    x.emit(
         "workflow-continued-as-new",
         generation=generation,
         new_version=request.definition.version,
@@ -140,7 +139,7 @@ def restart(x: Execution, request: ContinueAsNew) -> str:
     return "continued-as-new"
 
 
-def _timeout_override(x: Execution, carried: dict[str, Any]) -> timedelta | None:
+def _timeout_override(x: Ending, carried: dict[str, Any]) -> timedelta | None:
     """The run timeout start(timeout=...) gave the instance, kept through its generations;
     None when it runs with its definition's declared one."""
     instance = x.instance

@@ -18,7 +18,7 @@ from ..errors import WorkflowDefinitionError
 from .threads import OwnerCalls
 
 if TYPE_CHECKING:
-    from .runtime import Runtime
+    from .surface import Surface
 
 _driven: ContextVar[tuple[OwnerCalls, asyncio.Task[Any] | None] | None] = ContextVar(
     "django_workflows_driven", default=None
@@ -87,7 +87,7 @@ def _name(fn: Callable[..., Any]) -> str:
     return f"{getattr(fn, '__name__', 'a ctx call')}()"
 
 
-def run_async_fn(x: Runtime, fn: Callable[..., Any], *args: Any) -> Any:
+def run_async_fn(x: Surface, fn: Callable[..., Any], *args: Any) -> Any:
     """Run the async step function `fn(*args)` on the loop from the thread the engine runs the
     step on, and wait for it; on the execution's thread, serving the store calls meanwhile.
     The step's timeout cancels the coroutine (StepContext.time_out())."""
@@ -105,7 +105,7 @@ def run_async_fn(x: Runtime, fn: Callable[..., Any], *args: Any) -> Any:
     return future.result()
 
 
-def in_thread(x: Runtime, fn: Callable[..., Any]) -> Callable[..., Any]:
+def in_thread(x: Surface, fn: Callable[..., Any]) -> Callable[..., Any]:
     """A step, compensation or dispatch function for the engine: `fn` itself when sync (the
     engine runs it on its thread, off the loop), or a sync function that runs the async `fn`
     on the loop and returns its result. Its signature is `fn`'s, for the engine's checks."""
@@ -119,10 +119,10 @@ def in_thread(x: Runtime, fn: Callable[..., Any]) -> Callable[..., Any]:
     return run
 
 
-def refuse_async_fn(x: Runtime, fn: Any, what: str) -> None:
+def refuse_async_fn(x: Surface, fn: Any, what: str) -> None:
     """WorkflowDefinitionError for an async function given to a sync workflow's ctx."""
     if inspect.iscoroutinefunction(fn):
-        raise x._define_error(
+        raise x.define_error(
             WorkflowDefinitionError(
                 f"{what} is an async def function, in the sync workflow "
                 f"{x.instance.workflow!r}: make the workflow async def (and await its ctx "
@@ -131,11 +131,11 @@ def refuse_async_fn(x: Runtime, fn: Any, what: str) -> None:
         )
 
 
-def refuse_coroutine(x: Runtime, result: Any, what: str) -> None:
+def refuse_coroutine(x: Surface, result: Any, what: str) -> None:
     """WorkflowDefinitionError for a sync function that returned a coroutine (never awaited)."""
     if inspect.iscoroutine(result):
         result.close()
-        raise x._define_error(
+        raise x.define_error(
             WorkflowDefinitionError(
                 f"{what} returned a coroutine that nothing awaits: make it async def (in an "
                 "async def workflow), or return its result."

@@ -57,10 +57,10 @@ class DryReplay(Runtime):
         """Replay.enter(), noting where this thread is (for the check at the frontier) and the
         first entry reached at another position than it was journaled at."""
         position, entry = super().enter(name, kind)
-        self._local.entered = (name, position)
+        self.local.entered = (name, position)
         recorded = entry.get("pos") if entry is not None else None
         if recorded is not None and list(recorded) != list(position):
-            with self._lock:
+            with self.lock:
                 if self.moved is None:
                     self.moved = self._mismatch(
                         f'"{name}" was journaled at position {_place(recorded)} and is now '
@@ -74,8 +74,8 @@ class DryReplay(Runtime):
         if self.definition_error is not None:
             raise self.definition_error
         if name is not None:
-            entered = getattr(self._local, "entered", None)
-            position = entered[1] if entered and entered[0] == name else self._path()
+            entered = getattr(self.local, "entered", None)
+            position = entered[1] if entered and entered[0] == name else self.path()
             self.check_replay(name, position)
         raise self.interrupted(ReplayEnd())
 
@@ -104,7 +104,7 @@ class DryReplay(Runtime):
 
     def unreached(self) -> list[str]:
         """The journal's entries that the replay did not reach (the engine's own left out)."""
-        with self._lock:
+        with self.lock:
             return [
                 name
                 for name, doc in self.journal.items()

@@ -43,7 +43,7 @@ class Execution(Runtime):
     """Runs one claimed instance until it parks, ends, or loses its lease."""
 
     @property
-    def _had_waits(self) -> bool:
+    def had_waits(self) -> bool:
         # Waits are registered only by a release: a first execution has none to clear.
         return self.instance.runs > 1
 
@@ -51,9 +51,9 @@ class Execution(Runtime):
         """Run the instance; returns what became of it: a status, "handed-back" or "lease-lost"."""
         first = self.instance.runs <= 1 and self.instance.status == Status.RUNNING
         if first:
-            self._emit("workflow-started")
+            self.emit("workflow-started")
         else:
-            self._emit("workflow-resumed", run=self.instance.runs)
+            self.emit("workflow-resumed", run=self.instance.runs)
         wakeups.track(self.instance.id, self)
         try:
             if self.instance.status == Status.COMPENSATING:
@@ -92,7 +92,7 @@ class Execution(Runtime):
                 return self._fail_definition()
             return self._park()
         except Cancel as cancel:
-            return compensations.undo(self, self._cancel_error(cancel.terminate))
+            return compensations.undo(self, self.cancel_error(cancel.terminate))
         except ContinueAsNew as request:
             if self.definition_error is not None:
                 return self._fail_definition()
@@ -122,12 +122,12 @@ class Execution(Runtime):
         if self.definition_error is not None:
             return self._fail_definition()
         if self.flags.terminate_requested or self.flags.cancel_requested:
-            return compensations.undo(self, self._cancel_error(self.flags.terminate_requested))
+            return compensations.undo(self, self.cancel_error(self.flags.terminate_requested))
         try:
             output = self.to_json(output, "The workflow's output")
         except (TypeError, ValueError) as error:
             return compensations.undo(self, error)
-        return self._finish(Status.COMPLETED, output=output)
+        return self.finish(Status.COMPLETED, output=output)
 
     def _run_definition(self, ctx: WorkflowContext) -> Any:
         """run(); an engine interrupt that its code swallowed is raised all the same, in place
@@ -157,9 +157,9 @@ class Execution(Runtime):
         waits = list(dict.fromkeys(self.suspension.waits))
         self.write(
             changes={"status": Status.SUSPENDED},
-            release=store.Release(wake_at, waits, self.last_signal_id, self._had_waits),
+            release=store.Release(wake_at, waits, self.last_signal_id, self.had_waits),
         )
-        self._emit(
+        self.emit(
             "workflow-suspended", wake_at=wake_at, waits=[{"signal": s, "key": k} for s, k in waits]
         )
         return Status.SUSPENDED
@@ -202,7 +202,7 @@ class Execution(Runtime):
         )
         return {
             "changes": {"status": status},
-            "release": store.Release(now, [], self.last_signal_id, self._had_waits),
+            "release": store.Release(now, [], self.last_signal_id, self.had_waits),
         }
 
     def _leave_alone(self, error: BaseException) -> str:
@@ -215,7 +215,7 @@ class Execution(Runtime):
         _log_unreadable(self.instance, error)
         return "unreadable"
 
-    def _close_children(self, why: str) -> None:
+    def close_children(self, why: str) -> None:
         """The children still running when this instance ends or starts compensating: cancel,
         terminate or leave each, as its `parent_close` says.
 
@@ -224,7 +224,7 @@ class Execution(Runtime):
         execution stops without that write, and runs again once its lease expires."""
         if self.stop_reason == "lease-lost":  # another execution decides now
             raise LeaseLost()
-        with self._lock:  # its journal says whether it started any: most never do
+        with self.lock:  # its journal says whether it started any: most never do
             started = any(name.startswith("$child:") for name in self.journal)
         if started:
             self.store_call(
@@ -232,7 +232,7 @@ class Execution(Runtime):
                 "closing the children",
             )
 
-    def _cancel_error(self, terminate: bool) -> errors.WorkflowError:
+    def cancel_error(self, terminate: bool) -> errors.WorkflowError:
         reason = self.flags.reason
         if terminate:
             return errors.WorkflowTerminatedError(reason or "Terminated.")
@@ -240,7 +240,7 @@ class Execution(Runtime):
 
     def _fail_definition(self) -> str:
         assert self.definition_error is not None
-        return self._finish(Status.FAILED, error=journal.serialize_error(self.definition_error))
+        return self.finish(Status.FAILED, error=journal.serialize_error(self.definition_error))
 
     # -- undo: the compensations (compensations.py) ----------------------------------------
 
@@ -258,19 +258,19 @@ class Execution(Runtime):
         self.replay_only = False
         if self.definition_error is not None:
             failure = {**error, "compensation": journal.serialize_error(self.definition_error)}
-            return self._finish(Status.COMPENSATION_FAILED, error=failure)
+            return self.finish(Status.COMPENSATION_FAILED, error=failure)
         return compensations.compensate(self, error)
 
     # -- the end ---------------------------------------------------------------------------------
 
-    def _finish(
+    def finish(
         self, status: str, *, output: Any = None, error: dict[str, Any] | None = None
     ) -> str:
         changes: dict[str, Any] = {"status": status, "output": output, "error": error}
-        self._close_children(f"Its parent {self.instance.id!r} ended {status}.")
+        self.close_children(f"Its parent {self.instance.id!r} ended {status}.")
         self.write(
             changes=changes,
-            release=store.Release(None, [], self.last_signal_id, self._had_waits),
+            release=store.Release(None, [], self.last_signal_id, self.had_waits),
             # A child tells its parent in the same transaction: its end is never lost.
             signal=children.end_signal(self.instance, status, output, error)
             if self.instance.parent_id
@@ -290,7 +290,7 @@ class Execution(Runtime):
         data: dict[str, Any] = (
             {"output": output} if status == Status.COMPLETED else {"error": error}
         )
-        self._emit(_FINAL_EVENTS[status], **data)
+        self.emit(_FINAL_EVENTS[status], **data)
         return status
 
 

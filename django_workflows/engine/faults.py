@@ -16,7 +16,7 @@ from django.db import Error, connections
 from .interrupts import LeaseLost, StoreFailed
 
 if TYPE_CHECKING:
-    from .runtime import Runtime
+    from .surface import Surface
 
 logger = logging.getLogger("django_workflows")
 T = TypeVar("T")
@@ -25,7 +25,7 @@ FIRST_BACKOFF = 0.05  # seconds; doubled after each failure, up to MAX_BACKOFF
 MAX_BACKOFF = 2.0
 
 
-def call_store(x: Runtime, fn: Callable[[], T], what: str) -> T:
+def call_store(x: Surface, fn: Callable[[], T], what: str) -> T:
     """`fn()`, a store call of the execution `x` on its own thread's connection, run again
     after a database error until it succeeds, the lease is lost (LeaseLost) or the lease would
     run out first (StoreFailed). `what` names the call in the log."""

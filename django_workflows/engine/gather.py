@@ -11,10 +11,10 @@ from ..errors import WorkflowInterrupt
 from .interrupts import Cancel, HandBack, JournalFull, LeaseLost, RunTimeout, StoreFailed, Suspend
 
 if TYPE_CHECKING:
-    from .runtime import Runtime
+    from .surface import Surface
 
 
-def gather(x: Runtime, fns: list[Callable[[], Any]]) -> list[Any]:
+def gather(x: Surface, fns: list[Callable[[], Any]]) -> list[Any]:
     """Run `fns` in threads of their own, each a branch of the workflow; their results in order,
     or the most important of the errors they raised (engine interrupts first).
     WorkflowDefinitionError for an argument that is not callable."""
@@ -23,15 +23,15 @@ def gather(x: Runtime, fns: list[Callable[[], Any]]) -> list[Any]:
             raise errors.WorkflowDefinitionError(
                 f"gather() takes zero-argument callables, not {fn!r}."
             )
-    x._guard_step("ctx.gather()")
-    position = x._next_position()
+    x.guard_step("ctx.gather()")
+    position = x.next_position()
     results: list[Any] = [None] * len(fns)
     outcomes: list[BaseException | None] = [None] * len(fns)
     finished = threading.Semaphore(0)
 
     def branch(index: int, fn: Callable[[], Any]) -> None:
-        x._local.path = (*position, index)
-        x._local.branch = True  # this thread may call ctx
+        x.local.path = (*position, index)
+        x.local.branch = True  # this thread may call ctx
         try:
             results[index] = fn()
             swallowed = x.swallowed()
@@ -68,7 +68,7 @@ def gather(x: Runtime, fns: list[Callable[[], Any]]) -> list[Any]:
     for kind in order:
         for error in raised:
             if isinstance(error, kind):
-                raise x._noted(error)
+                raise x.noted(error)
     if x.escaped is not None:  # a step's KeyboardInterrupt: it stops the execution
         raise x.escaped
     if x.definition_error is not None:
@@ -77,7 +77,7 @@ def gather(x: Runtime, fns: list[Callable[[], Any]]) -> list[Any]:
     for kind in order:
         for error in raised:
             if isinstance(error, kind):
-                raise x._noted(error)
+                raise x.noted(error)
     if raised:
-        raise x._noted(raised[0])
+        raise x.noted(raised[0])
     return results

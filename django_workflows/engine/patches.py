@@ -18,7 +18,7 @@ from .interrupts import ReplayEnd
 from .replay import sibling
 
 if TYPE_CHECKING:
-    from .runtime import Runtime
+    from .surface import Surface
 
 LONGEST_ID = JOURNAL_NAME_LENGTH - len(journal.PATCH_PREFIX)
 """The longest patch id: its marker's name, prefix included, fits the journal's name column."""
@@ -39,27 +39,27 @@ def check_patch_id(patch_id: Any, call: str) -> str:
     return patch_id
 
 
-def patched(x: Runtime, patch_id: Any) -> bool:
+def patched(x: Surface, patch_id: Any) -> bool:
     """ctx.patched(): True for a run that reaches the call before its journal goes past it
     (a marker is journaled, and every replay gets True again), False for a run whose journal,
     recorded by the code before the patch, already goes past it (that answer is journaled too).
     TypeError or ValueError for a bad patch id, WorkflowDefinitionError inside a step's function."""
     patch_id = check_patch_id(patch_id, "ctx.patched()")
-    x._guard_step(f'ctx.patched("{patch_id}")')
+    x.guard_step(f'ctx.patched("{patch_id}")')
     return _answer(x, patch_id, deprecated=False)
 
 
-def deprecate_patch(x: Runtime, patch_id: Any) -> None:
+def deprecate_patch(x: Surface, patch_id: Any) -> None:
     """ctx.deprecate_patch(): the code after the call is the patch's new branch only. A run
     that reaches it first journals the marker as patched() does; a run whose journal went past
     it without the marker (an instance of the code before the patch, still running) fails with
     WorkflowNonDeterminismError naming the patch. TypeError or ValueError for a bad patch id,
     WorkflowDefinitionError inside a step's function."""
     patch_id = check_patch_id(patch_id, "ctx.deprecate_patch()")
-    x._guard_step(f'ctx.deprecate_patch("{patch_id}")')
+    x.guard_step(f'ctx.deprecate_patch("{patch_id}")')
     if _answer(x, patch_id, deprecated=True):
         return
-    raise x._define_error(
+    raise x.define_error(
         errors.WorkflowNonDeterminismError(
             f'Instance "{x.instance.id}" of workflow "{x.instance.workflow}@{x.instance.version}" '
             f'does not match its journal: it passed ctx.deprecate_patch("{patch_id}") without '
@@ -70,15 +70,15 @@ def deprecate_patch(x: Runtime, patch_id: Any) -> None:
     )
 
 
-def _answer(x: Runtime, patch_id: str, *, deprecated: bool) -> bool:
+def _answer(x: Surface, patch_id: str, *, deprecated: bool) -> bool:
     """The patch's answer in this run: journaled, or decided now and journaled. The first call
     with an id decides for every later one with that id, in this run and its replays."""
     name = journal.PATCH_PREFIX + patch_id
-    with x._lock:  # decided and recorded at once: two gather branches get one answer
+    with x.lock:  # decided and recorded at once: two gather branches get one answer
         entry = x.journal.get(name)
         if entry is not None:
             if entry.get("kind") != journal.PATCH:
-                raise x._define_error(
+                raise x.define_error(
                     errors.WorkflowNonDeterminismError(
                         f'Instance "{x.instance.id}" of workflow "{x.instance.workflow}@'
                         f'{x.instance.version}" does not match its journal: "{name}" was recorded '
@@ -105,17 +105,17 @@ def _answer(x: Runtime, patch_id: str, *, deprecated: bool) -> bool:
             deprecated=deprecated,
             finished_at=journal.timestamp(x.now()),
         )
-    x._emit("patch-marked", patch=patch_id, taken=taken, deprecated=deprecated)
+    x.emit("patch-marked", patch=patch_id, taken=taken, deprecated=deprecated)
     return taken
 
 
-def _passed(x: Runtime) -> bool:
+def _passed(x: Surface) -> bool:
     """Whether the journal goes past the ctx call this thread is at: it holds an entry that the
     code has not reached (the caller holds the lock). Entries of the other branches of a gather
     don't count, nor do the engine's own entries and other patches' markers, which the code
     before the patch never reached in order either."""
-    path = x._path()
-    here = (*path, x._counters.get(path, 0))  # the next call's position, not taken
+    path = x.path()
+    here = (*path, x.counters.get(path, 0))  # the next call's position, not taken
     return any(
         name not in x.reached
         and doc.get("kind") not in journal.ENGINE_KINDS

@@ -57,38 +57,38 @@ class Replay(Guards):
         self._sizes: dict[str, int] = {}
         self._unsized: set[str] = set(self.journal)
         self._journal_bytes = 0
-        self._warn_journal = False
-        self._counters: dict[tuple[int, ...], int] = {}
+        self.warn_journal = False
+        self.counters: dict[tuple[int, ...], int] = {}
         self._children: dict[str, int] = {}  # children started in this run, per workflow
 
-    def _path(self) -> tuple[int, ...]:
-        return getattr(self._local, "path", ())
+    def path(self) -> tuple[int, ...]:
+        return getattr(self.local, "path", ())
 
-    def _next_position(self) -> tuple[int, ...]:
-        with self._lock:
-            path = self._path()
-            count = self._counters.get(path, 0)
-            self._counters[path] = count + 1
+    def next_position(self) -> tuple[int, ...]:
+        with self.lock:
+            path = self.path()
+            count = self.counters.get(path, 0)
+            self.counters[path] = count + 1
             return (*path, count)
 
     def next_child_number(self, workflow: str) -> int:
         """1 for the first child of `workflow` this run starts, 2 for the next..."""
-        with self._lock:
+        with self.lock:
             self._children[workflow] = self._children.get(workflow, 0) + 1
             return self._children[workflow]
 
     def enter(self, name: str, kind: str) -> tuple[tuple[int, ...], dict[str, Any] | None]:
         """Reach the operation `name`: its position, and its journal entry if it has one."""
-        self._guard_step(f'ctx ({kind} "{name}")')
+        self.guard_step(f'ctx ({kind} "{name}")')
         if len(name) > JOURNAL_NAME_LENGTH:
             raise ValueError(
                 f'The {kind} name "{name[:40]}..." is {len(name)} characters long; the most it '
                 f"can be is {JOURNAL_NAME_LENGTH}."
             )
         check_text(f"The {kind} name {name[:40]!r}", name)
-        with self._lock:
+        with self.lock:
             if name in self.reached:
-                raise self._define_error(
+                raise self.define_error(
                     errors.WorkflowDefinitionError(
                         f'The name "{name}" is used twice in one run of workflow '
                         f'"{self.instance.workflow}@{self.instance.version}" (instance '
@@ -97,10 +97,10 @@ class Replay(Guards):
                     )
                 )
             self.reached.add(name)
-            position = self._next_position()
+            position = self.next_position()
             entry = self.journal.get(name)
         if entry is not None and entry.get("kind") != kind:
-            raise self._define_error(
+            raise self.define_error(
                 errors.WorkflowNonDeterminismError(
                     f'Instance "{self.instance.id}" of workflow "{self.instance.workflow}@'
                     f'{self.instance.version}" does not match its journal: "{name}" was recorded as a '
@@ -111,7 +111,7 @@ class Replay(Guards):
 
     def check_replay(self, name: str, position: tuple[int, ...]) -> None:
         """Before a new step runs: the code must have reached every entry of the journal."""
-        with self._lock:
+        with self.lock:
             unreached = [
                 recorded
                 for recorded, doc in self.journal.items()
@@ -121,7 +121,7 @@ class Replay(Guards):
             ]
         if unreached:
             names = ", ".join(f'"{n}"' for n in unreached)
-            raise self._define_error(
+            raise self.define_error(
                 errors.WorkflowNonDeterminismError(
                     f'Instance "{self.instance.id}" of workflow "{self.instance.workflow}@'
                     f'{self.instance.version}" does not match its journal: {names} '
@@ -136,9 +136,9 @@ class Replay(Guards):
         """Buffer a journal entry; it is written with the next write."""
         if position is not None:
             doc["pos"] = list(position)
-        with self._lock:
+        with self.lock:
             if name not in self.journal:
-                self._check_journal_limits(doc.get("kind"))
+                self.check_journal_limits(doc.get("kind"))
             self.keep(name, doc)
             self.pending[name] = doc
         return doc
@@ -151,7 +151,7 @@ class Replay(Guards):
 
     def journal_bytes(self) -> int:
         """The journal's size as JSON: its entries' bytes of UTF-8."""
-        with self._lock:
+        with self.lock:
             for name in self._unsized:
                 new = size(self.journal[name])
                 self._journal_bytes += new - self._sizes.get(name, 0)
@@ -159,7 +159,7 @@ class Replay(Guards):
             self._unsized.clear()
             return self._journal_bytes
 
-    def _check_journal_limits(self, kind: str | None) -> None:
+    def check_journal_limits(self, kind: str | None) -> None:
         """Raise JournalFull before a new entry past JOURNAL's limits (a compensation's entry
         is never refused), and send `journal-large` once past its warning marks."""
         limits = get_settings().journal
@@ -170,5 +170,5 @@ class Replay(Guards):
             entries + 1 >= limits.warn_entries or used >= limits.warn_bytes
         ):
             self.instance.journal_warned = True
-            self._warn_journal = True
-            self._emit("journal-large", entries=entries + 1, bytes=used)
+            self.warn_journal = True
+            self.emit("journal-large", entries=entries + 1, bytes=used)

@@ -18,6 +18,7 @@ from .. import clock
 from ..definitions import Workflow
 from ..errors import WorkflowPayloadError
 from ..models import WorkflowInstance
+from ..registry import registry
 from ..store import instances as store
 from ..store.signals import recorded_before, signals_for
 from ..store.values import to_json
@@ -28,7 +29,7 @@ from .stops import Stops
 from .threads import OwnerCalls
 
 if TYPE_CHECKING:
-    from .compensations import Compensation
+    from .surface import Compensation
 
 
 class Runtime(Stops):
@@ -55,7 +56,7 @@ class Runtime(Stops):
         self.compensations: list[Compensation] = []  # see compensations.py
         self.custom_status = instance.custom_status  # as written; status.py sets the desired one
         self.desired_status: Any = UNSET
-        self.calls = OwnerCalls(self._owner)
+        self.calls = OwnerCalls(self.owner)
         self._signals: dict[tuple[str, str | None], list[Any]] = {}
         self._lease_extended: datetime | None = clock.now()  # the claim just set the lease
         # When the lease runs out, as far as this process knows (time.monotonic()): the claim,
@@ -74,6 +75,11 @@ class Runtime(Stops):
             self.lease_deadline, started + self.lease_duration.total_seconds()
         )
 
+    def resolve(self, workflow: Any, version: int | None) -> Workflow:
+        """The registered definition of `workflow` (a name or a Workflow) at `version`, else
+        its highest (registry.resolve): the one a child or a continue-as-new runs."""
+        return registry.resolve(workflow, version)
+
     def store_call(self, fn: Callable[[], Any], what: str) -> Any:
         """A store call on the execution's thread, run again after a database fault
         (faults.call_store): never the workflow's error."""
@@ -86,7 +92,7 @@ class Runtime(Stops):
 
     def checkpoint(self, entry_name: str, progress: Any) -> None:
         """A step's heartbeat: its entry's `progress`, written now."""
-        with self._lock:
+        with self.lock:
             doc = {**self.journal[entry_name], "progress": progress}
             self.journal[entry_name] = doc
             self.pending[entry_name] = doc
@@ -129,16 +135,16 @@ class Runtime(Stops):
         restart: bool = False,
         attributes: dict[str, Any] | None = None,
     ) -> store.LeaseFlags:
-        with self._lock:
+        with self.lock:
             entries, self.pending = self.pending, {}
             status_changed = (
                 self.desired_status is not UNSET and self.desired_status != self.custom_status
             )
             if status_changed:
                 changes["custom_status"] = self.desired_status
-            if self._warn_journal:
+            if self.warn_journal:
                 changes["journal_warned"] = True
-                self._warn_journal = False
+                self.warn_journal = False
         now = self.now()
         # Extend the lease with the write only once a third of it has passed: a worker's
         # renewer keeps it alive anyway, and most writes then touch the journal alone.
@@ -185,13 +191,13 @@ class Runtime(Stops):
         self.flags = flags
         if status_changed:
             self.custom_status = changes["custom_status"]
-            self._emit("custom-status", status=self.custom_status)
+            self.emit("custom-status", status=self.custom_status)
         return flags
 
     def signals(self, name: str, key: str | None) -> list[Any]:
         """The signals `name` with `key` this execution may see, read once per execution;
         Unreadable when the codec cannot read one."""
-        with self._lock:
+        with self.lock:
             cached = self._signals.get((name, key))
         if cached is None:
             try:
@@ -207,7 +213,7 @@ class Runtime(Stops):
                 )
             except WorkflowPayloadError as error:
                 raise Unreadable(error) from error
-            with self._lock:
+            with self.lock:
                 self._signals[(name, key)] = cached
         return cached
 

@@ -8,19 +8,19 @@ from typing import TYPE_CHECKING, Any
 from ..jsonvalues import size
 
 if TYPE_CHECKING:
-    from .runtime import Runtime
+    from .surface import Surface
 
 CUSTOM_STATUS_LIMIT = 16 * 1024
 UNSET: Any = object()
 """Runtime.desired_status until ctx.set_status() is called."""
 
 
-def set_status(x: Runtime, value: Any) -> None:
+def set_status(x: Surface, value: Any) -> None:
     """Set the custom status of `x`'s instance to `value` (JSON, at most 16 KiB); raises
     TypeError for a value that is not JSON or is larger."""
     value = x.to_json(value, "The custom status")
     if size(value) > CUSTOM_STATUS_LIMIT:
         raise TypeError("The custom status takes more than 16 KiB as JSON.")
-    x._guard_step("ctx.set_status()")
-    with x._lock:
+    x.guard_step("ctx.set_status()")
+    with x.lock:
         x.desired_status = value

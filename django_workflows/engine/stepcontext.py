@@ -17,7 +17,7 @@ from .journal import FORK_ENTRY, run_key
 from .steplog import StepLogger
 
 if TYPE_CHECKING:
-    from .runtime import Runtime
+    from .surface import Surface
 
 
 class StepContext:
@@ -25,7 +25,7 @@ class StepContext:
 
     def __init__(
         self,
-        execution: Runtime,
+        execution: Surface,
         name: str,
         entry_name: str,
         attempt: int,

@@ -26,7 +26,7 @@ from .steplog import carried
 from .tracebacks import attempt_error
 
 if TYPE_CHECKING:
-    from .runtime import Runtime
+    from .surface import Surface
 
 
 def _check_arguments(x: Any, fn: Callable[..., Any], count: int, what: str, like: str) -> None:
@@ -41,7 +41,7 @@ def _check_arguments(x: Any, fn: Callable[..., Any], count: int, what: str, like
     else:
         problem = _binds(fn, count)
     if problem is not None:
-        raise x._define_error(
+        raise x.define_error(
             errors.WorkflowDefinitionError(
                 f"{what} must take {count} argument{'s' if count > 1 else ''} ({like}): "
                 f"{getattr(fn, '__qualname__', fn)!r} cannot ({problem})."
@@ -73,7 +73,7 @@ def _binds_code(
 
 
 def step(
-    x: Runtime,
+    x: Surface,
     name: str,
     fn: Callable[[StepContext], Any],
     *,
@@ -168,20 +168,22 @@ def step(
                 **carried(entry),  # the lines of the attempts before
             }
             if entry is None:
-                x._check_journal_limits("step")
+                x.check_journal_limits("step")
             # The attempt's start, with everything buffered before it. The write reads the
             # instance's flags under its row lock and writes the start only if no cancel came
             # since the last write: such a cancel stops the step before it runs.
             flags = x.write(guarded={name: running})
             if flags.cancel_requested or flags.terminate_requested:
                 x.check_interrupts(name, entry)
-            with x._lock:
+            with x.lock:
                 x.keep(name, running)
             step = StepContext(x, name, name, attempt, progress, atomic=atomic, key=key)
             try:
                 with atomic_steps.attempt(x, atomic):
                     call: Callable[[], Any] = lambda step=step: fn(step)  # type: ignore[misc]  # noqa: E731
-                    result = invoke(x, step, call, run_timeout, heartbeat)
+                    result = invoke(
+                        x, step, call, run_timeout, heartbeat, name=name, entry_name=name
+                    )
                     refuse_coroutine(x, result, f'The function of step "{name}"')
                     if atomic:
                         atomic_steps.check_usable(x, name)
@@ -234,7 +236,7 @@ def step(
                 if entry is None:
                     raise journal.step_failed(name, attempt, error, failed["error"]["traceback"])
                 continue
-            x._emit(
+            x.emit(
                 "step-completed",
                 step=name,
                 attempt=attempt,

@@ -5,7 +5,6 @@ shutdown, a lost lease or a failing store (stop_reason), ctx.fail(), and the ins
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -16,19 +15,10 @@ from ..store import instances as store
 from . import journal
 from .interrupts import Cancel, HandBack, LeaseLost, ReplayEnd, RunTimeout, StoreFailed, Suspend
 from .replay import Replay
-from .threads import StartGate
+from .threads import StartGate, Suspension
 
 if TYPE_CHECKING:
-    from .stepcontext import StepContext
-
-
-@dataclass
-class Suspension:
-    """Where the instance parks once its code stops: the earliest wake-up and the waits."""
-
-    pending: bool = False
-    wake_at: datetime | None = None
-    waits: list[tuple[str, str | None]] = field(default_factory=list)
+    from .surface import RunningStep
 
 
 class Stops(Replay):
@@ -57,7 +47,7 @@ class Stops(Replay):
         # Called before the instance is handed back for a KeyboardInterrupt (escaping()): the
         # worker stops claiming first, so that it does not take the instance again itself.
         self.on_escape: Callable[[], None] | None = None
-        self.running_steps: set[StepContext] = set()
+        self.running_steps: set[RunningStep] = set()
         self.gate = StartGate(self.suspension)
 
     def check_interrupts(self, name: str | None, entry: dict[str, Any] | None) -> None:
@@ -116,7 +106,7 @@ class Stops(Replay):
 
     def fail(self, message: str) -> None:
         """ctx.fail(): raise WorkflowFailedError (its compensations run), or the interrupt due."""
-        self._guard_step("ctx.fail()")  # in a step: raise NonRetryableStepError instead
+        self.guard_step("ctx.fail()")  # in a step: raise NonRetryableStepError instead
         self.check_interrupts(None, None)
         raise errors.WorkflowFailedError(str(message), instance_id=self.instance.id)
 
@@ -130,7 +120,7 @@ class Stops(Replay):
 
     def note_cancel(self, *, terminate: bool, reason: str | None) -> None:
         """A cancel or terminate was accepted: stop at the next ctx call, and tell running steps."""
-        with self._lock:
+        with self.lock:
             flags = self.flags
             first = terminate or not flags.cancel_requested
             self.flags = store.LeaseFlags(
@@ -145,7 +135,7 @@ class Stops(Replay):
     ) -> None:
         """Park the instance once its code stops (at `wake_at` at the latest, and at a signal
         of `waits`): raises Suspend."""
-        with self._lock:
+        with self.lock:
             self.suspension.pending = True
             if wake_at is not None and (
                 self.suspension.wake_at is None or wake_at < self.suspension.wake_at

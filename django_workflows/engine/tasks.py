@@ -32,7 +32,7 @@ from .steps import _check_arguments, step
 from .waits import SignalCondition, TimerCondition, sleep, wait
 
 if TYPE_CHECKING:
-    from .runtime import Runtime
+    from .surface import Surface
 
 # The longest suffix an attempt's entry adds to the task's name: "#<attempt>:dispatch".
 _SUFFIX = len("#4294967295:dispatch")
@@ -43,7 +43,7 @@ class TaskFailedError(errors.WorkflowError):
 
 
 def task(
-    x: Runtime,
+    x: Surface,
     name: str,
     dispatch: Callable[[StepContext], Any],
     *,
@@ -91,7 +91,7 @@ def task(
             report = outcome.value if outcome.key == "done" else None
             if isinstance(report, dict) and report.get("outcome") == "completed":
                 if not replayed:
-                    x._emit("task-completed", task=name, attempt=attempt)
+                    x.emit("task-completed", task=name, attempt=attempt)
                 return copy.deepcopy(report.get("result"))
             if report is None:
                 error = errors.StepTimeoutError(
@@ -152,12 +152,12 @@ class _Failure:
 
 
 def _dispatch(
-    x: Runtime, name: str, entry: str, dispatch: Callable[[StepContext], Any], attempt: int
+    x: Surface, name: str, entry: str, dispatch: Callable[[StepContext], Any], attempt: int
 ) -> _Failure | None:
     """Run (or replay) the dispatch of attempt `attempt` as a step of one attempt, whose
     step.attempt is the task's attempt and whose idempotency key is the task's; None once it
     ran, the failure when it raised."""
-    with x._lock:
+    with x.lock:
         recorded = x.journal.get(f"{entry}:dispatch")
     replayed = recorded is not None and recorded.get("status") == journal.FAILED
     try:
@@ -186,19 +186,19 @@ def _dispatch(
     return None
 
 
-def _given_back(x: Runtime, name: str) -> bool:
+def _given_back(x: Surface, name: str) -> bool:
     """Whether retry() gave the task its attempts back after the failed entry `name`."""
-    with x._lock:
+    with x.lock:
         return bool(x.journal.get(name, {}).get(GIVEN_BACK))
 
 
-def _reached(x: Runtime, name: str) -> bool:
-    with x._lock:
+def _reached(x: Surface, name: str) -> bool:
+    with x.lock:
         return name in x.journal
 
 
-def _failed_event(x: Runtime, name: str, attempt: int, error: BaseException, retry_at: Any) -> None:
-    x._emit(
+def _failed_event(x: Surface, name: str, attempt: int, error: BaseException, retry_at: Any) -> None:
+    x.emit(
         "step-failed",
         step=name,
         attempt=attempt,

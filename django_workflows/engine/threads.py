@@ -9,10 +9,9 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from .stops import Suspension
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
 
 
 class OwnerCalls:
@@ -59,6 +58,15 @@ class OwnerCalls:
     def wake(self) -> None:
         """End the owner's serve() now: a thread it waits for finished."""
         self._requests.put((None, None))
+
+
+@dataclass
+class Suspension:
+    """Where the instance parks once its code stops: the earliest wake-up and the waits."""
+
+    pending: bool = False
+    wake_at: datetime | None = None
+    waits: list[tuple[str, str | None]] = field(default_factory=list)
 
 
 class StartGate:

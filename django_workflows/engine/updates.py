@@ -17,10 +17,10 @@ from .starts import check_key
 from .waits import SignalCondition, timer, wait
 
 if TYPE_CHECKING:
-    from .runtime import Runtime
+    from .surface import Surface
 
 
-def update_condition(x: Runtime, name: str) -> SignalCondition:
+def update_condition(x: Surface, name: str) -> SignalCondition:
     """The condition of update `name` to this instance, for wait_for_any(); TypeError or
     ValueError for a bad name."""
     signal = UPDATE_PREFIX + check_update_name(name)
@@ -28,7 +28,7 @@ def update_condition(x: Runtime, name: str) -> SignalCondition:
     return SignalCondition(signal, x.instance.id, None)
 
 
-def wait_for_update(x: Runtime, name: str, *, timeout: Duration | None) -> Any:
+def wait_for_update(x: Surface, name: str, *, timeout: Duration | None) -> Any:
     """Wait for update `name` to this instance: its argument, or None once `timeout` passes."""
     conditions: dict[str, Any] = {"update": update_condition(x, name)}
     if timeout is not None:
@@ -36,13 +36,13 @@ def wait_for_update(x: Runtime, name: str, *, timeout: Duration | None) -> Any:
     return wait(x, _wait_name(x, name), conditions).value
 
 
-def _wait_name(x: Runtime, name: str) -> str:
+def _wait_name(x: Surface, name: str) -> str:
     """The journal name of this run's next wait for update `name` on this thread's path.
 
     The digits and dots after the last "#" never hold a "#", so no two update names share one.
     """
-    with x._lock:
-        path = x._path()
+    with x.lock:
+        path = x.path()
         prefix = f"{UPDATE_PREFIX}{name}#" + "".join(f"{step}." for step in path)
         number = 1
         while f"{prefix}{number}" in x.reached:

@@ -18,15 +18,15 @@ from . import journal
 from .interrupts import ReplayEnd
 
 if TYPE_CHECKING:
-    from .runtime import Runtime
+    from .surface import Surface
 
 
-def value(x: Runtime, kind: str, make: Callable[[], Any]) -> Any:
+def value(x: Surface, kind: str, make: Callable[[], Any]) -> Any:
     """A journaled value of `kind`, `$<kind>:<position>`: `make()` once, its entry after."""
-    x._guard_step(f"ctx.{kind}()")
-    position = x._next_position()
+    x.guard_step(f"ctx.{kind}()")
+    position = x.next_position()
     name = f"${kind}:{'.'.join(map(str, position))}"
-    with x._lock:
+    with x.lock:
         x.reached.add(name)
         entry = x.journal.get(name)
     if entry is not None:
@@ -45,17 +45,17 @@ def value(x: Runtime, kind: str, make: Callable[[], Any]) -> Any:
     return result
 
 
-def now(x: Runtime) -> datetime:
+def now(x: Surface) -> datetime:
     """The engine clock's time, journaled."""
     return datetime.fromisoformat(value(x, "now", lambda: journal.timestamp(x.now())))
 
 
-def random(x: Runtime) -> float:
+def random(x: Surface) -> float:
     """A random float in [0, 1), journaled."""
     return float(value(x, "random", _random.random))
 
 
-def uuid(x: Runtime) -> str:
+def uuid(x: Surface) -> str:
     """A random UUID as a string, journaled."""
     return str(value(x, "uuid", lambda: str(_uuid.uuid4())))
 
@@ -64,7 +64,7 @@ VALUE_LIMIT = 64 * 1024
 """The most a published value takes as JSON."""
 
 
-def set_value(x: Runtime, name: str, value: Any) -> None:
+def set_value(x: Surface, name: str, value: Any) -> None:
     """Publish `value` (JSON, at most 64 KiB) as the instance's value `name`, the latest of
     that name from now on; a replay of the call writes nothing. Raises TypeError for a name that
     is not a non-empty string or a value that is not JSON or is larger, ValueError for a name
@@ -78,18 +78,18 @@ def set_value(x: Runtime, name: str, value: Any) -> None:
             f"be is {JOURNAL_NAME_LENGTH}."
         )
     check_text(f"The value name {name[:40]!r}", name)
-    x._guard_step("ctx.set_value()")
+    x.guard_step("ctx.set_value()")
     value = x.to_json(value, f'The value "{name}"')
     if size(value) > VALUE_LIMIT:
         raise TypeError(f'The value "{name}" takes more than 64 KiB as JSON.')
-    position = x._next_position()
+    position = x.next_position()
     entry_name = f"{PREFIX}{'.'.join(map(str, position))}"
-    with x._lock:
+    with x.lock:
         x.reached.add(entry_name)
         entry = x.journal.get(entry_name)
     if entry is not None:
         if entry.get("name") != name:
-            raise x._define_error(
+            raise x.define_error(
                 errors.WorkflowNonDeterminismError(
                     f'Instance "{x.instance.id}" of workflow "{x.instance.workflow}@'
                     f'{x.instance.version}" does not match its journal: the value set here was '
@@ -114,4 +114,4 @@ def set_value(x: Runtime, name: str, value: Any) -> None:
     # sees a value ahead of the journal that led to it.
     x.write(announce=True)
     wakeups.value_published(x.instance.id)
-    x._emit("value-set", name=name, value=value)
+    x.emit("value-set", name=name, value=value)

@@ -18,7 +18,7 @@ from . import journal
 from .starts import check_key
 
 if TYPE_CHECKING:
-    from .runtime import Runtime
+    from .surface import Surface
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ def timer(duration: Duration | None = None, *, until: datetime | None = None) ->
 
 
 def signal_condition(
-    x: Runtime,
+    x: Surface,
     signal: WorkflowSignal | str,
     key: str | None,
     match: Callable[[Any], bool] | None,
@@ -94,7 +94,7 @@ def _deadline(timer: TimerCondition, now: datetime) -> datetime:
     return now + timer.duration
 
 
-def sleep(x: Runtime, name: str, timer: TimerCondition) -> None:
+def sleep(x: Surface, name: str, timer: TimerCondition) -> None:
     """The sleep `name`: done once its timer fired, else Suspend until it does."""
     position, entry = x.enter(name, "sleep")
     if entry is not None and entry["status"] == journal.COMPLETED:
@@ -118,7 +118,7 @@ def sleep(x: Runtime, name: str, timer: TimerCondition) -> None:
             position,
             **{**entry, "status": journal.COMPLETED, "finished_at": journal.timestamp(x.now())},
         )
-        x._emit("sleep-completed", sleep=name, since=_since(entry), wake_at=due)
+        x.emit("sleep-completed", sleep=name, since=_since(entry), wake_at=due)
         return None
     x.suspend(wake_at=due)
 
@@ -128,7 +128,7 @@ def _since(entry: dict[str, Any]) -> datetime | None:
     return journal.parse_timestamp(entry.get("started_at"))
 
 
-def wait_for_any(x: Runtime, name: str, conditions: dict[str, Any]) -> WaitOutcome:
+def wait_for_any(x: Surface, name: str, conditions: dict[str, Any]) -> WaitOutcome:
     """The wait `name` for whichever of `conditions` (conditions or Waitables) comes first;
     WorkflowDefinitionError for none, or for another kind of object."""
     if not conditions:
@@ -150,7 +150,7 @@ def wait_for_any(x: Runtime, name: str, conditions: dict[str, Any]) -> WaitOutco
     return won
 
 
-def wait(x: Runtime, name: str, conditions: dict[str, Any], *, kind: str = "wait") -> WaitOutcome:
+def wait(x: Surface, name: str, conditions: dict[str, Any], *, kind: str = "wait") -> WaitOutcome:
     """Wait `name` for whichever of `conditions` comes first, decided once and journaled:
     its key and value, or Suspend until one can."""
     position, entry = x.enter(name, kind)
@@ -210,7 +210,7 @@ def wait(x: Runtime, name: str, conditions: dict[str, Any], *, kind: str = "wait
                 "finished_at": journal.timestamp(now),
             },
         )
-        x._emit(
+        x.emit(
             "signal-received",
             wait=name,
             signal=signal.name,
@@ -230,7 +230,7 @@ def wait(x: Runtime, name: str, conditions: dict[str, Any], *, kind: str = "wait
                 "finished_at": journal.timestamp(now),
             },
         )
-        x._emit(
+        x.emit(
             "signal-timed-out",
             wait=name,
             signal=[c.signal for c in signal_conditions.values()],
@@ -242,14 +242,14 @@ def wait(x: Runtime, name: str, conditions: dict[str, Any], *, kind: str = "wait
 
 
 def _take(
-    x: Runtime,
+    x: Surface,
     conditions: dict[str, SignalCondition],
     received: dict[str, list[Any]],
     deadline: datetime | None,
 ) -> tuple[str, Any] | None:
     """The condition's key and the signal that wins among `received` (each condition's, by
     id): the lowest id a condition matches, recorded by `deadline`; taken (consumed) here."""
-    with x._lock:
+    with x.lock:
         winner = None
         for key, condition in conditions.items():
             for signal in received[key]:
@@ -271,7 +271,7 @@ def _take(
 
 
 def wait_for_signal(
-    x: Runtime,
+    x: Surface,
     name: str,
     signal: WorkflowSignal | str,
     *,

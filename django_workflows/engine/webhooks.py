@@ -28,7 +28,7 @@ from ..models import JOURNAL_NAME_LENGTH
 from . import journal, waits
 
 if TYPE_CHECKING:
-    from .runtime import Runtime
+    from .surface import Surface
 
 URL_NAME = "django_workflows:webhook"
 
@@ -92,7 +92,7 @@ class Webhook:
 
     __slots__ = ("_key", "_name", "_x", "token", "url")
 
-    def __init__(self, token: str, url: str, *, name: str, key: str, execution: Runtime):
+    def __init__(self, token: str, url: str, *, name: str, key: str, execution: Surface):
         self.token = token
         self.url = url
         self._name = name
@@ -122,7 +122,7 @@ def url_for(token: str) -> str:
     return get_settings().webhook.base_url + path
 
 
-def webhook(x: Runtime, name: str) -> Webhook:
+def webhook(x: Surface, name: str) -> Webhook:
     """The webhook `name`: minted once (its key journaled), the same token on every replay."""
     longest = len(wait_entry(name))  # the longer of its two entries' names
     if longest > JOURNAL_NAME_LENGTH:
@@ -153,7 +153,7 @@ def webhook(x: Runtime, name: str) -> Webhook:
     return Webhook(token, url, name=name, key=key, execution=x)
 
 
-def wait(x: Runtime, name: str, key: str, timeout: Duration | None) -> Any:
+def wait(x: Surface, name: str, key: str, timeout: Duration | None) -> Any:
     """The wait for the POST of the webhook `name`: its body, or None past `timeout`."""
     conditions: dict[str, Any] = {"webhook": waits.SignalCondition(SIGNAL, key, None)}
     if timeout is not None:

@@ -222,7 +222,7 @@ class Worker:
                 if self._stopping.is_set():
                     execution.stop_reason = "shutdown"
             try:
-                outcome = middleware.run_execution(execution, execution.execute)
+                outcome = middleware.run_execution(instance, execution.journal, execution.execute)
             finally:
                 with self._lock:
                     self._running.pop(instance.id, None)

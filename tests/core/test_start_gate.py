@@ -9,8 +9,7 @@ from __future__ import annotations
 import threading
 import time
 
-from django_workflows.engine.stops import Suspension
-from django_workflows.engine.threads import StartGate
+from django_workflows.engine.threads import StartGate, Suspension
 
 
 def two_branches() -> tuple[StartGate, Suspension]:
