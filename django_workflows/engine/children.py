@@ -21,7 +21,6 @@ from ..durations import Duration
 from ..models import KEY_LENGTH, UNFINISHED, Status, WorkflowInstance
 from . import journal
 from . import starts as instances
-from .registry import registry
 from .replay import sibling
 from .waits import SignalCondition, Waitable, wait
 

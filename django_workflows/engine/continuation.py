@@ -26,7 +26,6 @@ from ..store import wakeups
 from ..store.signals import first_unconsumed
 from . import journal
 from .interrupts import ContinueAsNew
-from .registry import registry
 from .status import UNSET
 
 if TYPE_CHECKING:

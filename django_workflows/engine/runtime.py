@@ -18,12 +18,12 @@ from .. import clock
 from ..definitions import Workflow
 from ..errors import WorkflowPayloadError
 from ..models import WorkflowInstance
-from ..registry import registry
 from ..store import instances as store
 from ..store.signals import recorded_before, signals_for
 from ..store.values import to_json
 from .faults import call_store
 from .interrupts import LeaseLost, Unreadable
+from .registry import registry
 from .status import UNSET
 from .stops import Stops
 from .threads import OwnerCalls

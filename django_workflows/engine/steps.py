@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from .surface import Surface
 
 
-def _check_arguments(x: Any, fn: Callable[..., Any], count: int, what: str, like: str) -> None:
+def check_arguments(x: Any, fn: Callable[..., Any], count: int, what: str, like: str) -> None:
     """WorkflowDefinitionError unless `fn` can be called with `count` positional arguments: a
     `lambda: ...` for a step would otherwise fail every attempt with a TypeError."""
     if isinstance(fn, types.FunctionType) and not hasattr(fn, "__wrapped__"):
@@ -96,11 +96,11 @@ def step(
     name = journal.check_name(name, "step")
     if not callable(fn):
         raise errors.WorkflowDefinitionError(f'Step "{name}" needs a function, got {fn!r}.')
-    _check_arguments(x, fn, 1, f'The function of step "{name}"', "lambda step: ...")
+    check_arguments(x, fn, 1, f'The function of step "{name}"', "lambda step: ...")
     refuse_async_fn(x, fn, f'The function of step "{name}"')
     if compensate is not None:
         refuse_async_fn(x, compensate, f'The compensation of step "{name}"')
-        _check_arguments(
+        check_arguments(
             x, compensate, 2, f'The compensation of step "{name}"', "lambda result, step: ..."
         )
     longest = JOURNAL_NAME_LENGTH - len(journal.COMPENSATION_PREFIX)

@@ -28,7 +28,7 @@ from . import journal
 from .approvals import addressed_to, completed_before
 from .retries import default_retry
 from .stepcontext import StepContext
-from .steps import _check_arguments, step
+from .steps import check_arguments, step
 from .waits import SignalCondition, TimerCondition, sleep, wait
 
 if TYPE_CHECKING:
@@ -62,7 +62,7 @@ def task(
         raise errors.WorkflowDefinitionError(
             f'Task "{name}" needs a dispatch function, got {dispatch!r}.'
         )
-    _check_arguments(x, dispatch, 1, f'The dispatch function of task "{name}"', "lambda step: ...")
+    check_arguments(x, dispatch, 1, f'The dispatch function of task "{name}"', "lambda step: ...")
     longest = JOURNAL_NAME_LENGTH - len(TASK_PREFIX) - _SUFFIX
     if len(name) > longest:
         raise ValueError(

@@ -28,7 +28,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "django_workflows"
 # architecture.md says what each layer is; change the two together.
 LAYERS = [
     # Ground values: errors, settings, durations, JSON and payload checks, what workflow code
-    # declares (with the schedule timings it names), the signal and the step middleware.
+    # declares (with the schedule timings it names) and the workflow_event signal.
     [
         "django_workflows.errors",
         "django_workflows.durations",
@@ -39,20 +39,21 @@ LAYERS = [
         "django_workflows.attributes",
         "django_workflows.subjects",
         "django_workflows.events",
-        "django_workflows.middleware",
         "django_workflows.schedules.ids",
         "django_workflows.schedules.cron",
         "django_workflows.schedules.rrule",
         "django_workflows.schedules.timing",
         "django_workflows.definitions",
     ],
-    # The tables, and the frozen values the client returns from their rows.
+    # The tables, and what is read from their rows: the frozen values the client returns and
+    # the step middleware's invocations.
     [
         "django_workflows.store.backends.collations",
         "django_workflows.store.backends.mysql.collations",
         "django_workflows.indexes",
         "django_workflows.models",
         "django_workflows.results",
+        "django_workflows.middleware",
     ],
     # The store: every read and write of workflow state, one database's way in its backend.
     ["django_workflows.store"],
