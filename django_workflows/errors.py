@@ -124,11 +124,6 @@ class WorkflowJournalLimitError(WorkflowError):
     """By name on an instance whose journal reached JOURNAL's MAX_ENTRIES or MAX_BYTES."""
 
 
-def is_workflow_interrupt(error: BaseException) -> bool:
-    """Whether `error` is the engine's control flow, which workflow code must re-raise."""
-    return isinstance(error, WorkflowInterrupt)
-
-
 class WorkflowPayloadError(WorkflowError):
     """A stored payload that the CODEC setting cannot read: its codec or key is not listed, or it
     was changed or moved from another instance or field. `key` names the codec or key id."""
