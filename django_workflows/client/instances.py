@@ -20,6 +20,7 @@ from ..engine.journal import BOOKKEEPING_KINDS
 from ..engine.registry import registry
 from ..engine.scope import running_step
 from ..engine.starts import (
+    StartOptions,
     check_isolation,
     check_key,
     instance_status,
@@ -78,9 +79,7 @@ def start(
     """
     definition = registry.resolve(workflow, version)
     step = running_step.get() if id is None else None
-    return start_instance(
-        definition,
-        input,
+    options = StartOptions(
         id=id if step is None else step.start_id(definition.name),
         repeated=step is not None,
         timeout=timeout,
@@ -90,9 +89,9 @@ def start(
         rate_limit_key=rate_limit_key,
         tags=tags,
         attributes=attributes,
-        using=database_alias(using),
         subject=subject,
     )
+    return start_instance(definition, input, options, using=database_alias(using))
 
 
 def signal(

@@ -19,8 +19,7 @@ from .. import errors
 from ..definitions import DEFAULT_QUEUE
 from ..durations import Duration
 from ..models import KEY_LENGTH, UNFINISHED, Status, WorkflowInstance
-from . import journal
-from . import starts as instances
+from . import journal, starts
 from .replay import sibling
 from .waits import SignalCondition, Waitable, wait
 
@@ -103,7 +102,7 @@ def start_child(
     definition = x.resolve(workflow, version)
     if id is None:
         id = _default_id(x, definition.name)
-    instances.check_key("The child's id", id, x.using)
+    starts.check_key("The child's id", id, x.using)
     name = f"{CHILD_PREFIX}{id}"
     position, entry = x.enter(name, "child")
     if entry is not None and entry["status"] == journal.COMPLETED:
@@ -115,23 +114,21 @@ def start_child(
     if queue is None:
         named = definition.queue != DEFAULT_QUEUE
         queue = definition.queue if named else x.instance.queue
+    options = starts.StartOptions(
+        id=id,
+        timeout=timeout,
+        priority=inherited,
+        queue=queue,
+        concurrency_key=concurrency_key,
+        rate_limit_key=rate_limit_key,
+        tags=tags,
+        attributes=attributes,
+        parent_id=x.instance.id,
+        parent_close=parent_close,
+    )
     now = x.now()
     x.store_call(
-        lambda: instances.start_instance(
-            definition,
-            value,
-            id=id,
-            using=x.using,
-            timeout=timeout,
-            priority=inherited,
-            queue=queue,
-            concurrency_key=concurrency_key,
-            rate_limit_key=rate_limit_key,
-            parent_id=x.instance.id,
-            parent_close=parent_close,
-            tags=tags,
-            attributes=attributes,
-        ),
+        lambda: starts.start_instance(definition, value, options, using=x.using),
         "the start of a child",
     )
     x.record(
@@ -239,6 +236,6 @@ def close_children(using: str, parent_id: str, *, why: str) -> None:
         if close == "abandon":
             continue
         try:
-            instances.request_cancel(child_id, why, terminate=close == "terminate", using=using)
+            starts.request_cancel(child_id, why, terminate=close == "terminate", using=using)
         except errors.WorkflowNotFoundError:
             pass  # deleted in the meantime

@@ -70,6 +70,38 @@ def wake_on_commit(using: str) -> None:
     transaction.on_commit(wakeups.wake_local_workers, using=using)
 
 
+@dataclass(frozen=True)
+class StartOptions:
+    """How an instance starts, beside its workflow and input: what start() takes, and what the
+    engine's own starts add (a child, a schedule's occurrence, a Django task). None leaves the
+    workflow's own setting or the default.
+
+    `id`: a new UUID when None. `repeated`: the id is a step's, whose repeat gets the instance
+    back whatever its input. `subject`: the saved model instance it is about (an existing
+    instance keeps the subject it was started with). `tags` (with the definition's own) and
+    `attributes` are written with a created instance only. `queue`: the definition's unless
+    given. `schedule_id` and `scheduled_at`: a schedule's occurrence. `parent_id` and
+    `parent_close`: a child's parent and what becomes of the child when the parent ends.
+    `wake_at`: the first time a worker may claim it (a Django task's run_after), now unless
+    given."""
+
+    id: str | None = None
+    timeout: Duration | None = None
+    priority: int | None = None
+    queue: str | None = None
+    concurrency_key: str | None = None
+    rate_limit_key: str | None = None
+    tags: Any = None
+    attributes: Any = None
+    subject: Any = None
+    repeated: bool = False
+    schedule_id: str | None = None
+    scheduled_at: datetime | None = None
+    parent_id: str | None = None
+    parent_close: str | None = None
+    wake_at: datetime | None = None
+
+
 @dataclass
 class NewInstance:
     """An instance about to be created, checked and encoded: its row, the JSON of its input,
@@ -83,27 +115,13 @@ class NewInstance:
 
 
 def new_instance(
-    definition: Workflow,
-    input: Any,
-    *,
-    id: str | None,
-    using: str,
-    timeout: Duration | None = None,
-    priority: int | None = None,
-    queue: str | None = None,
-    concurrency_key: str | None = None,
-    rate_limit_key: str | None = None,
-    schedule_id: str | None = None,
-    scheduled_at: datetime | None = None,
-    parent_id: str | None = None,
-    parent_close: str | None = None,
-    subject: Any = None,
-    tags: Any = None,
-    attributes: Any = None,
-    wake_at: datetime | None = None,
+    definition: Workflow, input: Any, options: StartOptions, *, using: str
 ) -> NewInstance:
     """What start_instance() creates, checked and encoded, before any write (the arguments are
     start_instance()'s): raises as start_instance() does for an argument it refuses."""
+    id, priority, queue = options.id, options.priority, options.queue
+    tags, attributes, subject = options.tags, options.attributes, options.subject
+    schedule_id = options.schedule_id
     value = to_json(input, f'The input of workflow "{definition.name}"', using=using)
     merged = check_tags(tags, static=definition.tags) if tags is not None or definition.tags else []
     # Checked here, before any SQL: the caller's transaction stays usable when one is refused.
@@ -125,9 +143,13 @@ def new_instance(
         queue = definition.queue
     else:
         check_queue(queue)
-    run_timeout = definition.timeout if timeout is None else parse_duration(timeout, "timeout")
-    concurrency_key = _key(definition, "concurrency", concurrency_key, value)
-    rate_limit_key = _key(definition, "rate_limit", rate_limit_key, value)
+    run_timeout = (
+        definition.timeout
+        if options.timeout is None
+        else parse_duration(options.timeout, "timeout")
+    )
+    concurrency_key = _key(definition, "concurrency", options.concurrency_key, value)
+    rate_limit_key = _key(definition, "rate_limit", options.rate_limit_key, value)
     check_key("concurrency_key", concurrency_key, using)
     check_key("rate_limit_key", rate_limit_key, using)
     # Last of the checks: its content type lookup may query (a SELECT, before the INSERT).
@@ -140,16 +162,16 @@ def new_instance(
         version=definition.version,
         status=Status.PENDING,
         input=value,
-        wake_at=now if wake_at is None else wake_at,
+        wake_at=now if options.wake_at is None else options.wake_at,
         deadline=None if run_timeout is None else now + run_timeout,
         priority=priority or 0,
         queue=queue,
         concurrency_key=concurrency_key,
         rate_limit_key=rate_limit_key,
         schedule_id=schedule_id,
-        scheduled_at=scheduled_at,
-        parent_id=parent_id,
-        parent_close=parent_close,
+        scheduled_at=options.scheduled_at,
+        parent_id=options.parent_id,
+        parent_close=options.parent_close,
         subject_type=subject_type,
         subject_id=subject_id,
         created_at=now,
@@ -163,52 +185,10 @@ def new_instance(
 
 
 def start_instance(
-    definition: Workflow,
-    input: Any,
-    *,
-    id: str | None,
-    using: str,
-    timeout: Duration | None = None,
-    priority: int | None = None,
-    queue: str | None = None,
-    concurrency_key: str | None = None,
-    rate_limit_key: str | None = None,
-    schedule_id: str | None = None,
-    scheduled_at: datetime | None = None,
-    parent_id: str | None = None,
-    parent_close: str | None = None,
-    repeated: bool = False,
-    subject: Any = None,
-    tags: Any = None,
-    attributes: Any = None,
-    wake_at: datetime | None = None,
+    definition: Workflow, input: Any, options: StartOptions, *, using: str
 ) -> StartResult:
-    """start() of a resolved definition; a schedule's occurrence passes its id and time too,
-    a child its parent's id and what becomes of it when the parent ends. `repeated`: the id
-    is a step's, whose repeat gets the instance back whatever its input. `subject`: the saved
-    model instance it is about (an existing instance keeps the subject it was started with).
-    `tags` (with the definition's own) and `attributes` are written with a created instance
-    only. `queue`: the definition's unless given. `wake_at`: the first time a worker may
-    claim it (a Django task's run_after), now unless given."""
-    new = new_instance(
-        definition,
-        input,
-        id=id,
-        using=using,
-        timeout=timeout,
-        priority=priority,
-        queue=queue,
-        concurrency_key=concurrency_key,
-        rate_limit_key=rate_limit_key,
-        schedule_id=schedule_id,
-        scheduled_at=scheduled_at,
-        parent_id=parent_id,
-        parent_close=parent_close,
-        subject=subject,
-        tags=tags,
-        attributes=attributes,
-        wake_at=wake_at,
-    )
+    """start() of a resolved definition, with its `options` (StartOptions)."""
+    new = new_instance(definition, input, options, using=using)
     id = new.instance.pk
 
     @retries_deadlocks
@@ -224,17 +204,18 @@ def start_instance(
     stored, created = create(using)
     if not created and (
         stored.workflow != definition.name
-        or stored.parent_id != parent_id
-        or stored.schedule_id != schedule_id  # an occurrence's instance is its schedule's own
+        or stored.parent_id != options.parent_id
+        # an occurrence's instance is its schedule's own
+        or stored.schedule_id != options.schedule_id
         or (
-            not repeated
+            not options.repeated
             and payloads.decode_value("input", stored.input, payloads.instance_at(id, "input"))
             != new.value
         )
     ):
         raise WorkflowIdConflictError(
             f"Instance {id!r} exists already, of workflow {stored.workflow!r} with another "
-            f"input{' or parent' if stored.parent_id or parent_id else ''}. Start it with the same "
+            f"input{' or parent' if stored.parent_id or options.parent_id else ''}. Start it with the same "
             f"workflow and input to get it back, or use another id."
         )
     return StartResult(stored.id, stored.workflow, stored.version, created, Status(stored.status))

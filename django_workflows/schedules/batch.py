@@ -21,7 +21,7 @@ from typing import Any
 
 from ..definitions import Schedule, Workflow
 from ..engine.registry import registry
-from ..engine.starts import NewInstance, new_instance, start_new_instances
+from ..engine.starts import NewInstance, StartOptions, new_instance, start_new_instances
 from ..errors import WorkflowPayloadError
 from ..events import emit
 from ..models import WorkflowSchedule
@@ -152,15 +152,10 @@ def plan(
         overlap = spec.get("overlap", "skip")
         # The occurrence's own instance is no overlap (see Scheduler._overlap_allows).
         if overlap == "allow" or not [id for id in running if id != own]:
-            new = new_instance(
-                registered,
-                input,
-                id=own,
-                priority=spec.get("priority"),
-                schedule_id=schedule.pk,
-                scheduled_at=at,
-                using=using,
+            options = StartOptions(
+                id=own, priority=spec.get("priority"), schedule_id=schedule.pk, scheduled_at=at
             )
+            new = new_instance(registered, input, options, using=using)
             state.runs += 1
         elif overlap == "skip":
             skipped.append(("overlap", at, at))

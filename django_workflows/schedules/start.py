@@ -8,7 +8,7 @@ from datetime import datetime
 
 from ..definitions import Schedule, ScheduleOccurrence, Workflow
 from ..engine.registry import registry
-from ..engine.starts import start_instance
+from ..engine.starts import StartOptions, start_instance
 from ..errors import WorkflowIdConflictError
 from ..models import WorkflowInstance, WorkflowSchedule
 from .declared import declared_in_code
@@ -39,15 +39,10 @@ def start_occurrence(
     if declaration is not None and callable(declaration.input):
         input = declaration.input(ScheduleOccurrence(schedule.pk, at))
     try:
-        result = start_instance(
-            definition,
-            input,
-            id=id,
-            priority=schedule.spec.get("priority"),
-            schedule_id=schedule.pk,
-            scheduled_at=at,
-            using=using,
+        options = StartOptions(
+            id=id, priority=schedule.spec.get("priority"), schedule_id=schedule.pk, scheduled_at=at
         )
+        result = start_instance(definition, input, options, using=using)
     except WorkflowIdConflictError:
         ours = WorkflowInstance.objects.using(using).filter(pk=id, schedule_id=schedule.pk)
         if not ours.exists():

@@ -18,7 +18,7 @@ from ..client.instances import get_status
 from ..conf import database_alias
 from ..definitions import Retry, check_queue
 from ..engine.registry import registry
-from ..engine.starts import start_instance
+from ..engine.starts import StartOptions, start_instance
 from ..jsonvalues import check_text
 from ..store import instances as store
 from .compat import (
@@ -130,15 +130,10 @@ class WorkflowTaskBackend(BaseTaskBackend):
         wake_at = task.run_after
         if wake_at is not None and timezone.is_naive(wake_at):  # USE_TZ = False
             wake_at = timezone.make_aware(wake_at)
-        start_instance(
-            registry.resolve(TASK_WORKFLOW),
-            input,
-            id=id,
-            using=using,
-            priority=engine_priority(task.priority),
-            queue=task.queue_name,
-            wake_at=wake_at,
+        options = StartOptions(
+            id=id, priority=engine_priority(task.priority), queue=task.queue_name, wake_at=wake_at
         )
+        start_instance(registry.resolve(TASK_WORKFLOW), input, options, using=using)
         sender = type(self)
         # Sent once the task exists for the workers: at commit, never for a rolled-back one.
         transaction.on_commit(
