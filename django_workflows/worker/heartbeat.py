@@ -29,7 +29,7 @@ def package_version() -> str:
         return "unknown"
 
 
-class Presence:
+class Heartbeat:
     """One worker's registry row, on `using`. `counts()` gives (running, executed) at each
     write; `register()`, `beat()` and `unregister()` never raise."""
 

@@ -30,9 +30,9 @@ from ..store import wakeups
 from ..store.backends import backend
 from ..store.connections import refresh_connections
 from . import wakeups as watcher
-from .heartbeat import Presence
+from .heartbeat import Heartbeat
 from .renewer import LeaseRenewer
-from .served import limit_rules, scheduled_workflows
+from .workflows import limit_rules, scheduled_workflows
 
 logger = logging.getLogger("django_workflows")
 
@@ -111,7 +111,7 @@ class Worker:
         # A KeyboardInterrupt an execution of the pool let out: run() raises it once stopped.
         self._escaped: BaseException | None = None
         # Its row in the registry of workers, while run() or run_until_idle() serves.
-        self._presence = Presence(
+        self._heartbeat = Heartbeat(
             using=self.using,
             id=self.id,
             queues=list(self.queues or []),
@@ -129,7 +129,7 @@ class Worker:
             heartbeat_interval=self.heartbeat_interval,
             running=self._running,
             lock=self._lock,
-            beat=self._presence.beat,
+            beat=self._heartbeat.beat,
         )
         self.left_behind: list[str] = []  # instances still inside a step when run() returned
 
@@ -306,7 +306,7 @@ class Worker:
         if database.serializes_writes:
             logger.info("On SQLite, run one worker process: SQLite serializes writers.")
         wakeups.subscribe(self._wake)
-        self._presence.register()
+        self._heartbeat.register()
         renewer = threading.Thread(target=self._renewer.run, name=f"{self.id} renewer", daemon=True)
         renewer.start()
         listener = None
@@ -384,7 +384,7 @@ class Worker:
                 ticker.join()
             if listener is not None:
                 listener.join(2)  # it checks for the stop once a second, then closes its connection
-            self._presence.unregister()  # a clean exit: no longer in the registry
+            self._heartbeat.unregister()  # a clean exit: no longer in the registry
         with self._lock:  # and those that rode on a release
             escaped = self._escaped
             if escaped is not None:
