@@ -1,6 +1,6 @@
 """What workflow code declares: the Workflow definition (with its update validators), Retry,
 Concurrency, RateLimit, Schedule, WorkflowSignal (the @workflow decorator that registers a
-definition lives in registry.py)."""
+definition lives in engine/registry.py)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Forks: a new instance created together with the part of another's journal it starts from.
 
-`django_workflows.fork()` (forks.py) decides what is copied; this module writes it, in one
+`django_workflows.fork()` (client/forks.py) decides what is copied; this module writes it, in one
 transaction that joins the caller's.
 """
 

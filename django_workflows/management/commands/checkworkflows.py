@@ -1,5 +1,5 @@
 """manage.py checkworkflows [--replay]: the app's system checks, or the pre-deploy replay check
-(replaycheck.py) of the stored journals against this code."""
+(engine/replaycheck.py) of the stored journals against this code."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""manage.py exportworkflow ID: an instance with its journal as JSON (exports.py), the document
+"""manage.py exportworkflow ID: an instance with its journal as JSON (client/exports.py), the document
 testing.replay() takes."""
 
 from __future__ import annotations
