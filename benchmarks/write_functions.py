@@ -1,6 +1,6 @@
 """The database server's CPU for the lease holder's writes, as statements and through the write
-routines: PostgreSQL's functions of migration 0016, MySQL's and MariaDB's stored procedures of
-migration 0017 (dw_journal_write, dw_final_write).
+routines of migration 0002_routines: PostgreSQL's functions, MySQL's and MariaDB's stored
+procedures (dw_journal_write_v1, dw_final_write_v1).
 
     DB=postgres BENCH_DB_NAME=bench [DB_PREPARED=1] python benchmarks/write_functions.py [N] [ROUNDS]
     DB=mysql BENCH_DB_NAME=bench python benchmarks/write_functions.py [N] [ROUNDS]

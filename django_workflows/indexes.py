@@ -150,7 +150,8 @@ class DropColumnIndexes(Operation):
     under a name of their own, and have no pattern indexes.
 
     A DROP INDEX rather than an AlterField: SQLite would copy the whole table for the change
-    of db_index. Backwards, the indexes are made again as the schema editor makes them."""
+    of db_index. Backwards, the indexes are made again as the schema editor makes them. In the
+    migration that creates the table (0001_initial) it keeps them from being made."""
 
     reversible = True
 
@@ -187,6 +188,14 @@ class DropColumnIndexes(Operation):
         for name in names.values():
             if name in existing:
                 schema_editor.execute(schema_editor._delete_index_sql(model, name))
+        # An index of a table the same migration creates is not made yet: the schema editor
+        # makes it once the migration's operations have run. It is not made at all.
+        quoted = [schema_editor.quote_name(name) for name in names.values()]
+        schema_editor.deferred_sql = [
+            statement
+            for statement in schema_editor.deferred_sql
+            if not any(name in str(statement) for name in quoted)
+        ]
 
     def database_backwards(
         self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any

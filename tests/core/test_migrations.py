@@ -1,13 +1,17 @@
-"""Migration 0003 and the check W002: key columns of tables created before 0003 made exact.
-
-Before 0003, MySQL's and MariaDB's key columns were `utf8mb4_bin`, a PAD SPACE collation. These
-tests put the tables back in that state (on PostgreSQL and SQLite there is nothing to put back:
-their comparisons were exact all along), then check what W002 says and what 0003 does.
+"""The app's migrations: 0001_initial makes every table (MySQL's and MariaDB's key columns on
+their exact collation), 0002_routines the database's own routines from the package's frozen
+files; both are undone by `migrate django_workflows zero`. And the check W002: key columns on a
+collation that is not exact, as tables restored from elsewhere may have them (on PostgreSQL and
+SQLite there is nothing to put back: their comparisons are exact all along).
 """
 
 from __future__ import annotations
 
+import tomllib
 from collections.abc import Iterator
+from fnmatch import fnmatch
+from importlib import import_module
+from pathlib import Path
 
 import pytest
 from django.apps import apps
@@ -16,7 +20,8 @@ from django.db import connection
 
 import django_workflows as wf
 from django_workflows.checks import check_database
-from django_workflows.models import WorkflowInstance
+from django_workflows.models import StoreLock, WorkflowInstance
+from django_workflows.store.backends import routines
 from django_workflows.store.backends.mysql.collations import (
     PADDED_BINARY,
     exact_collation,
@@ -69,9 +74,9 @@ def w002() -> list[str]:
 
 @pytest.fixture
 def padded_tables() -> Iterator[None]:
-    """The workflow tables as 0001 created them on MySQL and MariaDB before 0003 (key columns
-    on utf8mb4_bin), with an application's table whose foreign key references the instances;
-    the exact tables back afterwards, whatever the test did."""
+    """The workflow tables on MySQL and MariaDB with their key columns on utf8mb4_bin (as tables
+    restored from an older dump may have them), with an application's table whose foreign key
+    references the instances; the exact tables back afterwards, whatever the test did."""
     if ON_MYSQL:
         with connection.schema_editor() as editor:
             move_key_columns(editor, workflow_models(), PADDED_BINARY)
@@ -113,38 +118,88 @@ def test_w002_names_only_the_key_columns_still_padded(padded_tables):
     assert "status" not in message and "input" not in message  # not key columns
 
 
-def test_migration_0003_moves_every_key_column_onto_the_exact_collation(padded_tables):
-    call_command("migrate", "django_workflows", "0002", verbosity=0)
-    call_command("migrate", "django_workflows", verbosity=0)
+ROUTINES = import_module("django_workflows.migrations.0002_routines").ROUTINES
+
+
+def routine_names() -> set[str]:
+    """The names of the database's own functions and procedures that start with dw_."""
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(
+                "SELECT proname FROM pg_proc WHERE proname LIKE 'dw%' AND pg_function_is_visible(oid)"
+            )
+        elif connection.vendor == "mysql":
+            cursor.execute(
+                "SELECT ROUTINE_NAME FROM information_schema.ROUTINES "
+                "WHERE ROUTINE_SCHEMA = DATABASE() AND ROUTINE_NAME LIKE 'dw%'"
+            )
+        else:
+            return set()
+        return {row[0] for row in cursor.fetchall()}
+
+
+def workflow_tables() -> set[str]:
+    tables = {model._meta.db_table for model in workflow_models()}
+    return tables & set(connection.introspection.table_names())
+
+
+def test_migrate_makes_every_key_column_exact():
     assert w002() == []
     if ON_MYSQL:
         found = collations()
         exact = exact_collation(connection)
-        for column in key_columns(workflow_models()) | {(OTHER_TABLE, "instance_id")}:
+        for column in key_columns(workflow_models()):
             assert found[column] == exact, column
-        assert found[("django_workflows_workflowinstance", "status")] != exact  # left alone
+        assert found[("django_workflows_workflowinstance", "status")] != exact  # not a key
 
 
-def test_migration_0003_keeps_the_foreign_keys(padded_tables):
-    before = foreign_keys() if ON_MYSQL else set()
-    call_command("migrate", "django_workflows", "0002", verbosity=0)
-    call_command("migrate", "django_workflows", verbosity=0)
-    if ON_MYSQL:
-        assert foreign_keys() == before
-        assert (OTHER_TABLE, "instance_id", "django_workflows_workflowinstance", "id") in before
-        assert (
-            "django_workflows_journalentry",
-            "instance_id",
-            "django_workflows_workflowinstance",
-            "id",
-        ) in before
+def test_migrate_makes_the_routines_of_the_connections_database():
+    expected = {
+        "postgresql": {"dw_journal_write_v1", "dw_final_write_v1", "dw_final_write_ride_v1"},
+        "mysql": {"dw_journal_write_v1", "dw_final_write_v1"},
+    }.get(connection.vendor, set())
+    assert routine_names() == expected
 
 
-def test_after_migration_0003_a_key_with_a_trailing_space_is_another_key(
-    padded_tables, workflow_clock
-):
-    call_command("migrate", "django_workflows", "0002", verbosity=0)
-    call_command("migrate", "django_workflows", verbosity=0)
+def test_migrating_to_zero_and_back_drops_and_makes_everything():
+    call_command("migrate", "django_workflows", "0001", verbosity=0)
+    try:
+        without_routines = routine_names()
+        call_command("migrate", "django_workflows", "zero", verbosity=0)
+        tables_at_zero = workflow_tables()
+    finally:
+        call_command("migrate", "django_workflows", verbosity=0)
+
+    assert without_routines == set()
+    assert tables_at_zero == set()
+    assert workflow_tables() == {model._meta.db_table for model in workflow_models()}
+    assert len(routine_names()) == {"postgresql": 3, "mysql": 2}.get(connection.vendor, 0)
+    assert StoreLock.objects.filter(name="signals").exists()
+    assert w002() == []
+    wf.start("wait-once", {"key": "user-1"}, id="after")
+    assert WorkflowInstance.objects.filter(pk="after").exists()
+
+
+def test_each_routine_file_ships_with_the_package():
+    """The files 0002_routines names are read from the installed package, and its
+    package-data globs take them into the wheel and the sdist."""
+    pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
+    globs = pyproject["tool"]["setuptools"]["package-data"]["django_workflows"]
+    package = Path(import_module("django_workflows").__file__).parent
+    for path in ROUTINES:
+        assert (package / "store" / "backends" / path).is_file(), path
+        assert routines.text(path).startswith("CREATE "), path
+        assert any(fnmatch(f"store/backends/{path}", glob) for glob in globs), path
+
+
+def test_a_routine_file_names_its_routine_and_version():
+    for path in ROUTINES:
+        name = Path(path).stem  # dw_final_write_v1
+        assert name.rsplit("_v", 1)[1].isdigit(), path
+        assert f" {name}(" in routines.text(path).splitlines()[0], path
+
+
+def test_after_migrate_a_key_with_a_trailing_space_is_another_key(workflow_clock):
     wf.start("wait-once", {"key": "user-1"}, id="waiting")
     assert wf.start("wait-once", {"key": "user-1"}, id="waiting ").created is True
     wf.drain()

@@ -93,36 +93,3 @@ def test_without_the_middleware_start_stores_no_headers(define):
     wf.start("otel-plain", None, id="plain-1")
     assert WorkflowInstance.objects.get(pk="plain-1").has_headers is False
     assert not JournalEntry.objects.filter(instance_id="plain-1").exists()
-
-
-def test_the_migration_marks_the_instances_started_before_it_with_headers(define, spans):
-    from datetime import UTC, datetime
-
-    from django.core.management import call_command
-    from django.db.migrations.executor import MigrationExecutor
-
-    before = ("django_workflows", "0010_wakeup_counters")
-    define("otel-old")(lambda ctx, input: "done")
-    call_command("migrate", *before, verbosity=0)
-    try:
-        old = MigrationExecutor(connection).loader.project_state(before).apps
-        instances = old.get_model("django_workflows", "WorkflowInstance")
-        entries = old.get_model("django_workflows", "JournalEntry")
-        now = datetime(2026, 12, 1, 8, 30, tzinfo=UTC)
-        for id in ("old-headed", "old-plain"):
-            instances.objects.create(
-                id=id, workflow="otel-old", version=1, wake_at=now, created_at=now, updated_at=now
-            )
-        headers = {"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}
-        entries.objects.create(
-            instance_id="old-headed",
-            name=HEADERS_ENTRY,
-            document={"kind": "headers", "status": "completed", "headers": headers},
-        )
-    finally:
-        call_command("migrate", "django_workflows", verbosity=0)
-    marked = WorkflowInstance.objects.filter(has_headers=True).values_list("id", flat=True)
-    assert list(marked) == ["old-headed"]
-    wf.drain()
-    [execution] = [s for s in spans() if s.name == "workflow otel-old" and s.links]
-    assert format(execution.links[0].context.span_id, "016x") == "b7ad6b7169203331"

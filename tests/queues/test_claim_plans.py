@@ -1,7 +1,7 @@
 """A claim reads its first due rows in index order. On PostgreSQL whatever the planner's statistics
 say. They said that few instances were due after a burst of starts that no ANALYZE had seen yet
 (or on a new table), and then every claim read every due row and sorted them (the claim index
-ended at created_at, the claim's order at the id: migration 0018), and read the lapsed leases
+ended at created_at, the claim's order at the id), and read the lapsed leases
 by dw_instance_workflow, every instance of the claimed workflows (now only once the earliest
 lease end says one lapsed). A claim of one queue reads that queue's own claim index, never
 dw_instance_due, which the planner would otherwise pick as the smaller. On SQLite the claim index
@@ -12,6 +12,7 @@ then the ORM's, by dw_instance_workflow, every instance the workflow ever had.""
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import Iterator
 from datetime import timedelta
@@ -153,10 +154,15 @@ def test_a_claim_after_a_burst_of_starts_reads_a_few_due_rows(
 def test_a_rides_generic_plan_reads_the_claim_index_in_order(
     burst: None, queue: str | None, index: str
 ) -> None:
-    # dw_final_write_ride's pick of the next due instance runs from PL/pgSQL's cached plan,
+    # dw_final_write_ride_v1's pick of the next due instance runs from PL/pgSQL's cached plan,
     # which PostgreSQL makes generic, for any time and any workflows: that plan reads the
     # claim index in the claim's order too, and stops at the first row.
-    from django_workflows.store.backends.postgresql import rides as postgresql_rides
+    from django_workflows.store.backends import routines
+
+    # the function's two picks, as its file has them: of every queue, then of one
+    ride = routines.text("postgresql/sql/dw_final_write_ride_v1.sql")
+    picks = re.findall(r"FROM \((SELECT id FROM .*? FOR UPDATE SKIP LOCKED)\) AS picked", ride)
+    assert len(picks) == 2 and ("queue = $12" in picks[1]) and ("queue" not in picks[0])
 
     starts("due")
     with connection.cursor() as cursor:  # statistics of this table, not of an earlier test's
@@ -173,9 +179,7 @@ def test_a_rides_generic_plan_reads_the_claim_index_in_order(
     )
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SET LOCAL plan_cache_mode = force_generic_plan")
-        cursor.execute(
-            f"PREPARE ride_pick ({types}) AS {postgresql_rides.pick_sql(queue is not None)}"
-        )
+        cursor.execute(f"PREPARE ride_pick ({types}) AS {picks[queue is not None]}")
         try:
             cursor.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {execute}")
             (document,) = cursor.fetchone()

@@ -1,7 +1,7 @@
-"""The indexes migration 0015 drops: the instance foreign keys of the journal, the tags and the
-attributes have no index of their own (their unique constraint, which starts with the instance,
-serves the lookups by instance), and on PostgreSQL no id or key has a pattern-operator index.
-Migrating back to 0014 makes them again, as the schema editor made them."""
+"""The indexes the migrations leave out: the instance foreign keys of the journal, the tags and
+the attributes have no index of their own (their unique constraint, which starts with the
+instance, serves the lookups by instance), and on PostgreSQL no id or key has a pattern-operator
+index (indexes.DropColumnIndexes in 0001_initial)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 from django.apps import apps
-from django.core.management import call_command
 from django.db import connection, transaction
 
 import django_workflows as wf
@@ -96,23 +95,3 @@ def test_no_id_or_key_has_a_pattern_index() -> None:
         pytest.skip("only PostgreSQL's schema editor makes pattern-operator indexes")
 
     assert pattern_indexes() == []
-
-
-@pytest.mark.django_db(transaction=True)  # SQLite's schema editor works outside atomic() only
-def test_migrating_back_makes_the_indexes_again() -> None:
-    journal = JournalEntry._meta.db_table
-    call_command("migrate", "django_workflows", "0014", verbosity=0)
-    try:
-        own = indexed_alone(journal, "instance_id")
-        patterns = pattern_indexes() if connection.vendor == "postgresql" else []
-    finally:
-        call_command("migrate", "django_workflows", verbosity=0)
-
-    # MySQL and MariaDB never had one: the unique constraint serves the foreign key there;
-    # PostgreSQL had two (the plain one and the pattern-operator one)
-    assert len(own) == {"mysql": 0, "sqlite": 1, "postgresql": 2}[connection.vendor]
-    if connection.vendor == "postgresql":
-        assert len(patterns) == 8  # 5 ids and keys, 3 instance keys (journal, tag, attribute)
-    assert indexed_alone(journal, "instance_id") == []
-    if connection.vendor == "postgresql":
-        assert pattern_indexes() == []

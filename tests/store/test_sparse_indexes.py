@@ -1,7 +1,7 @@
-"""The indexes of the parent, the schedule and the subject (migration 0014): where the database
-has partial indexes they hold only the instances that have one (most have none, and then cost
-those indexes nothing at each write of their row); a lookup by value still reads them; and the
-subject's content type has no index of its own beside `dw_instance_subject`."""
+"""The indexes of the parent, the schedule and the subject: where the database has partial
+indexes they hold only the instances that have one (most have none, and then cost those indexes
+nothing at each write of their row); a lookup by value still reads them; and the subject's
+content type has no index of its own beside `dw_instance_subject`."""
 
 from __future__ import annotations
 

@@ -1,11 +1,12 @@
-"""PostgreSQL's write functions (migration 0016): the writes of journal entries alone go through
-dw_journal_write and an instance's last write through dw_final_write, with the same outcome as
-the statements they replace (its end announced to an awaiting result() too); without them (a
-database made without migrations) the statements are sent as before; migrating back drops
-them."""
+"""PostgreSQL's write functions (migration 0002_routines): the writes of journal entries alone go
+through dw_journal_write_v1 and an instance's last write through dw_final_write_v1, with the same
+outcome as the statements they replace (its end announced to an awaiting result() too); without
+them (a database made without migrations) the statements are sent as before; migrating back
+drops them."""
 
 from __future__ import annotations
 
+from importlib import import_module
 from typing import Any
 
 import pytest
@@ -13,7 +14,7 @@ from django.core.management import call_command
 from django.db import connection
 
 import django_workflows as wf
-from django_workflows.store.backends import backend
+from django_workflows.store.backends import backend, routines
 from django_workflows.store.backends.base import ENDED_CHANNEL
 from django_workflows.store.instances import mark_awaited
 from tests.store.runs import run
@@ -29,8 +30,8 @@ pytestmark = [
 def has_functions() -> bool:
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT to_regprocedure('dw_journal_write(text, text, jsonb)') IS NOT NULL AND "
-            "to_regprocedure('dw_final_write(text, text, jsonb, text, jsonb, jsonb, "
+            "SELECT to_regprocedure('dw_journal_write_v1(text, text, jsonb)') IS NOT NULL AND "
+            "to_regprocedure('dw_final_write_v1(text, text, jsonb, text, jsonb, jsonb, "
             "timestamptz)') IS NOT NULL"
         )
         return bool(cursor.fetchone()[0])
@@ -48,8 +49,8 @@ def test_the_step_writes_and_the_last_go_through_the_functions(
     journal = run(two_steps, "through")
 
     # a's start, a's end with b's start, then b's end with the outcome
-    assert len(calls(sent, "dw_journal_write")) == 2
-    assert len(calls(sent, "dw_final_write")) == 1
+    assert len(calls(sent, "dw_journal_write_v1")) == 2
+    assert len(calls(sent, "dw_final_write_v1")) == 1
     assert journal[-2:] == [("a", "completed"), ("b", "completed")]
 
 
@@ -66,21 +67,21 @@ def test_the_last_write_announces_an_awaited_end(two_steps: Any, sent: list[str]
         raw.close()
 
     assert payloads == ["awaited"]
-    assert len(calls(sent, "dw_final_write")) == 1
+    assert len(calls(sent, "dw_final_write_v1")) == 1
     assert wf.get_status("awaited").output == 4
 
 
 def test_without_the_functions_the_statements_are_sent(two_steps: Any, sent: list[str]) -> None:
-    store = backend(connection.alias)
+    files = import_module("django_workflows.migrations.0002_routines").ROUTINES
     with connection.schema_editor() as editor:
-        store.drop_functions(editor)
+        routines.drop(editor, files)
     try:
         journal = run(two_steps, "without")
     finally:
         with connection.schema_editor() as editor:
-            store.create_functions(editor)
+            routines.create(editor, files)
 
-    assert not calls(sent, "dw_journal_write") + calls(sent, "dw_final_write")
+    assert not calls(sent, "dw_journal_write_v1") + calls(sent, "dw_final_write_v1")
     assert len([sql for sql in sent if sql.startswith("WITH held AS")]) == 3
     assert journal[-2:] == [("a", "completed"), ("b", "completed")]
     assert has_functions()
@@ -92,8 +93,8 @@ def test_without_the_right_to_call_them_the_statements_are_sent(
     """A database whose default privileges keep EXECUTE from PUBLIC: the role the worker
     connects as may not call them (here the owner revokes its own)."""
     functions = [
-        "dw_journal_write(text, text, jsonb)",
-        "dw_final_write(text, text, jsonb, text, jsonb, jsonb, timestamptz)",
+        "dw_journal_write_v1(text, text, jsonb)",
+        "dw_final_write_v1(text, text, jsonb, text, jsonb, jsonb, timestamptz)",
     ]
     store = backend(connection.alias)
     with connection.cursor() as cursor:
@@ -108,12 +109,12 @@ def test_without_the_right_to_call_them_the_statements_are_sent(
                 cursor.execute(f"GRANT EXECUTE ON FUNCTION {function} TO PUBLIC, CURRENT_USER")
         store._functions.forget()
 
-    assert not calls(sent, "dw_journal_write") + calls(sent, "dw_final_write")
+    assert not calls(sent, "dw_journal_write_v1") + calls(sent, "dw_final_write_v1")
     assert journal[-2:] == [("a", "completed"), ("b", "completed")]
 
 
 def test_migrating_back_drops_it() -> None:
-    call_command("migrate", "django_workflows", "0015", verbosity=0)
+    call_command("migrate", "django_workflows", "0001", verbosity=0)
     try:
         dropped = not has_functions()
     finally:

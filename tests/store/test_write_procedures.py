@@ -1,12 +1,13 @@
-"""MySQL's and MariaDB's write procedures (migration 0017): the writes of journal entries alone go
-through dw_journal_write and an instance's last write through dw_final_write, with the same
-outcome as the batch of statements they replace: a guarded entry kept out while a cancel is
+"""MySQL's and MariaDB's write procedures (migration 0002_routines): the writes of journal
+entries alone go through dw_journal_write_v1 and an instance's last write through
+dw_final_write_v1, with the same outcome as the batch of statements they replace: a guarded entry kept out while a cancel is
 requested, nothing written without the lease; a write they do not carry, or a database without
 them, gets the statements; migrating back drops them."""
 
 from __future__ import annotations
 
 from datetime import timedelta
+from importlib import import_module
 from typing import Any
 
 import pytest
@@ -19,7 +20,7 @@ from django_workflows.engine.registry import registry
 from django_workflows.models import Status, WorkflowInstance
 from django_workflows.store import claims
 from django_workflows.store import instances as store
-from django_workflows.store.backends import backend
+from django_workflows.store.backends import routines
 from tests.store.runs import journal, run
 
 pytestmark = [
@@ -34,7 +35,7 @@ def has_procedures() -> bool:
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT COUNT(*) FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE() "
-            "AND ROUTINE_NAME IN ('dw_journal_write', 'dw_final_write')"
+            "AND ROUTINE_NAME IN ('dw_journal_write_v1', 'dw_final_write_v1')"
         )
         return cursor.fetchone()[0] == 2
 
@@ -72,8 +73,8 @@ def test_the_step_writes_and_the_last_go_through_the_procedures(
     entries = run(two_steps, "through")
 
     # a's start, a's end with b's start, then b's end with the outcome
-    assert len(calls(sent, "dw_journal_write")) == 2
-    assert len(calls(sent, "dw_final_write")) == 1
+    assert len(calls(sent, "dw_journal_write_v1")) == 2
+    assert len(calls(sent, "dw_final_write_v1")) == 1
     assert entries == [("a", "completed"), ("b", "completed")]
     row = WorkflowInstance.objects.get(pk="through")
     assert (row.lease_token, row.lease_until, row.wake_at) == (None, None, None)
@@ -97,14 +98,14 @@ def test_a_guarded_entry_is_kept_out_while_a_cancel_is_requested(
     # three rows: statements; then a's and the same-named b's through the procedure
     assert flags is not None and flags.cancel_requested and not flags.terminate_requested
     assert journal("guarded") == [("a", "completed"), ("b", "failed")]
-    assert calls(sent, "dw_journal_write") == []
+    assert calls(sent, "dw_journal_write_v1") == []
     again = store.InstanceWrite(
         now=clock.now(),
         entries={"b": step("completed")},
         guarded_entries={"b": step("running"), "c": step("running")},
     )
     assert store.write("default", "guarded", token, again) is not None
-    assert len(calls(sent, "dw_journal_write")) == 1
+    assert len(calls(sent, "dw_journal_write_v1")) == 1
     assert journal("guarded") == [("a", "completed"), ("b", "completed")]
 
 
@@ -119,7 +120,7 @@ def test_without_a_cancel_the_guarded_entry_wins(two_steps: Any, sent: list[str]
     flags = store.write("default", "retried", token, write)
 
     assert flags is not None and not flags.cancel_requested
-    assert len(calls(sent, "dw_journal_write")) == 1
+    assert len(calls(sent, "dw_journal_write_v1")) == 1
     assert journal("retried") == [("a", "running"), ("b", "running")]
 
 
@@ -139,7 +140,7 @@ def test_without_the_lease_nothing_is_written(two_steps: Any, sent: list[str]) -
     assert store.write("default", "lost", "another token", journal_write) is None
     assert store.write("default", "lost", "another token", final) is None
 
-    assert len(calls(sent, "dw_journal_write")) == len(calls(sent, "dw_final_write")) == 1
+    assert len(calls(sent, "dw_journal_write_v1")) == len(calls(sent, "dw_final_write_v1")) == 1
     assert journal("lost") == []
     after = WorkflowInstance.objects.get(pk="lost")
     assert (after.status, after.lease_token, after.output) == (
@@ -166,29 +167,29 @@ def test_inside_the_callers_transaction_the_call_is_alone(two_steps: Any, sent: 
         assert WorkflowInstance.objects.get(pk="inside").status == Status.FAILED
 
     assert [sql for sql in sent if "START TRANSACTION" in sql] == []
-    assert len(calls(sent, "dw_final_write")) == 1
+    assert len(calls(sent, "dw_final_write_v1")) == 1
     row = WorkflowInstance.objects.get(pk="inside")
     assert (row.status, row.error, row.lease_token) == (Status.FAILED, {"message": "no"}, None)
     assert journal("inside") == [("a", "completed")]
 
 
 def test_without_the_procedures_the_statements_are_sent(two_steps: Any, sent: list[str]) -> None:
-    store_backend = backend(connection.alias)
+    files = import_module("django_workflows.migrations.0002_routines").ROUTINES
     with connection.schema_editor() as editor:
-        store_backend.drop_procedures(editor)
+        routines.drop(editor, files)
     try:
         entries = run(two_steps, "without")
     finally:
         with connection.schema_editor() as editor:
-            store_backend.create_procedures(editor)
+            routines.create(editor, files)
 
-    assert not calls(sent, "dw_journal_write") + calls(sent, "dw_final_write")
+    assert not calls(sent, "dw_journal_write_v1") + calls(sent, "dw_final_write_v1")
     assert entries == [("a", "completed"), ("b", "completed")]
     assert has_procedures()
 
 
 def test_migrating_back_drops_them() -> None:
-    call_command("migrate", "django_workflows", "0016", verbosity=0)
+    call_command("migrate", "django_workflows", "0001", verbosity=0)
     try:
         dropped = not has_procedures()
     finally:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import random
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
@@ -100,25 +100,9 @@ class Backend:
         """The system checks of this database (manage.py check --database)."""
         return []
 
-    def create_functions(self, schema_editor: Any) -> None:
-        """Create the store's functions in the database, where it has some (migration 0016)."""
-
-    def drop_functions(self, schema_editor: Any) -> None:
-        """Drop what create_functions() created."""
-
-    def create_ride_function(self, schema_editor: Any) -> None:
-        """Create the function of a claim that rides on a release, where the store has one
-        (migration 0019; see has_rides)."""
-
-    def drop_ride_function(self, schema_editor: Any) -> None:
-        """Drop what create_ride_function() created."""
-
-    def create_procedures(self, schema_editor: Any) -> None:
-        """Create the store's stored procedures in the database, where it has some (migration
-        0017)."""
-
-    def drop_procedures(self, schema_editor: Any) -> None:
-        """Drop what create_procedures() created."""
+    def forget_routines(self) -> None:
+        """Ask again at the next write whether the database has the store's routines
+        (routines.py), once a migration made or dropped them; nothing where it has none."""
 
     def write_transaction(self, *, savepoint: bool = True) -> AbstractContextManager[Any]:
         """A store transaction on this alias: transaction.atomic(), and on SQLite the
@@ -435,12 +419,6 @@ class Backend:
     def create_lock_rows(self) -> None:
         """After migrate (and a test database's flush): the lock rows that lockers expect to
         find (uses_lock_rows)."""
-
-    def move_key_columns(
-        self, schema_editor: Any, models: Iterable[Any], collation: str | None = None
-    ) -> None:
-        """Move the key columns of `models` onto `collation` (default: exact_collation), where
-        the database's comparisons are not exact anyway (migration 0003); a no-op here."""
 
 
 def insert(obj: Model, using: str, on_conflict: OnConflict, update_fields: list[Any]) -> int:

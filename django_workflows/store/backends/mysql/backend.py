@@ -5,7 +5,6 @@ SKIP LOCKED's first version) are read from the server once."""
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -105,11 +104,6 @@ class MySQLBackend(Backend):
             return
         if StoreLock._meta.db_table in connection.introspection.table_names():
             StoreLock.objects.using(self.alias).get_or_create(name=SIGNAL_LOCK_NAME)
-
-    def move_key_columns(
-        self, schema_editor: Any, models: Iterable[Any], collation: str | None = None
-    ) -> None:
-        mysql_collations.move_key_columns(schema_editor, models, collation)
 
     def lock_signals(self, *, shared: bool) -> None:
         with self.connection.cursor() as cursor:
@@ -382,12 +376,7 @@ class MySQLBackend(Backend):
         rows = mysql_batches.run_batch(connection, statements)
         return rows[0] if rows else None
 
-    def create_procedures(self, schema_editor: Any) -> None:
-        mysql_procedures.create_procedures(schema_editor)
-        self._procedures.forget()
-
-    def drop_procedures(self, schema_editor: Any) -> None:
-        mysql_procedures.drop_procedures(schema_editor)
+    def forget_routines(self) -> None:
         self._procedures.forget()
 
     def fast_claim(

@@ -4,9 +4,9 @@ MySQL's and MariaDB's `utf8mb4_bin` compares bytes, but it is a PAD SPACE collat
 `"user-1 "` equals `"user-1"`, so a signal keyed `"user-1 "` would wake the wait for `"user-1"`.
 The key columns use MariaDB's `utf8mb4_nopad_bin` or MySQL's `utf8mb4_0900_bin` instead, set on
 the column whatever the database's default collation (PostgreSQL and SQLite compare exactly
-already). Migration 0003 moves the columns of tables created before it, and the system check
-W002 names a key column still on a collation that is not exact. Every function here but
-key_columns is for a MySQL or MariaDB connection (the MySQL backend calls them).
+already). The system check W002 names a key column on a collation that is not exact (a table
+restored from elsewhere, or MySQL before 8.0.17); move_key_columns() moves them. Every function
+here but key_columns is for a MySQL or MariaDB connection.
 """
 
 from __future__ import annotations
@@ -143,7 +143,7 @@ def check_collations(
     alias: str, connection: Any, models: Iterable[Any], exact: str
 ) -> list[CheckMessage]:
     """W002: key columns on a PAD SPACE collation (`"a "` equals `"a"`) or one that is not
-    binary, as tables created before migration 0003 have them (`exact`: the exact one)."""
+    binary, as tables restored from elsewhere may have them (`exact`: the exact one)."""
     columns = inexact_columns(connection, models)
     if not columns:
         return []
@@ -152,10 +152,10 @@ def check_collations(
         hint = f"Use MySQL 8.0.17 or newer, whose {MYSQL_EXACT} compares exactly."
     else:
         hint = (
-            f"Run `manage.py migrate django_workflows`: migration 0003_exact_keys moves them "
-            f"onto {exact}. Where it is applied already (tables restored from an older dump), "
-            f"apply it again: `manage.py migrate django_workflows 0002`, then "
-            f"`manage.py migrate django_workflows`."
+            f"Move each column named onto {exact}: `ALTER TABLE <table> MODIFY <column> "
+            f"<its type> CHARACTER SET utf8mb4 COLLATE {exact} <NULL or NOT NULL>`, with the "
+            f"foreign keys between them dropped first and made again after (MySQL and MariaDB "
+            f"refuse a foreign key between columns of two collations)."
         )
     return [
         Warning(

@@ -327,7 +327,7 @@ class PostgreSQLBackend(Backend):
             return None if row is None else row[:3]
 
     def _ride(self, params: list[Any], write: InstanceWrite, ride: Ride) -> Any:
-        """dw_final_write_ride's call (postgresql_rides.py) with dw_final_write's `params`: the
+        """dw_final_write_ride_v1's call (postgresql/rides.py) with dw_final_write_v1's `params`: the
         flags, then ([the instance it leased, if any], the last signal id); None when the
         lease is gone. NotImplemented where no claim can ride: several queues (each a range of
         its own, which a claim merges), or a database without the function."""
@@ -351,21 +351,9 @@ class PostgreSQLBackend(Backend):
             return (*row[:3], ([], 0))
         return (*row[:3], (self.rows.instances(self.connection, [row[4:]]), int(row[3])))
 
-    def create_ride_function(self, schema_editor: Any) -> None:
-        rides_sql.create_function(schema_editor)
-        self._ride_function.forget()
-
-    def drop_ride_function(self, schema_editor: Any) -> None:
-        rides_sql.drop_function(schema_editor)
-        self._ride_function.forget()
-
-    def create_functions(self, schema_editor: Any) -> None:
-        writes_sql.create_functions(schema_editor)
+    def forget_routines(self) -> None:
         self._functions.forget()
-
-    def drop_functions(self, schema_editor: Any) -> None:
-        writes_sql.drop_functions(schema_editor)
-        self._functions.forget()
+        self._ride_function.forget()
 
     def fast_claim(
         self,

@@ -1,7 +1,13 @@
 """PostgreSQL: the lease holder's write as one statement, and its two most frequent forms also as
-functions of the database's own (migration 0016): `dw_journal_write`, journal entries alone (a
-step started or ended), and `dw_final_write`, the last write of an instance that ends (its last
-entries, its status and outcome, its lease let go, and its end announced).
+functions of the database's own: `dw_journal_write_v1`, journal entries alone (a step started or
+ended), and `dw_final_write_v1`, the last write of an instance that ends (its last entries, its
+status and outcome, its lease let go, and its end announced).
+
+The functions are the frozen files `sql/dw_journal_write_v1.sql` and `sql/dw_final_write_v1.sql`,
+created by migration 0002_routines (store/backends/routines.py). A changed function is a new
+file with the next version (`dw_final_write_v2`) and a new migration that creates it, and the
+calls here then name the new version; the statement sent where the functions are missing
+(held(), written()) is Python, and changes with the models.
 
 Sent as text with its values inlined, as Django's default client-side binding sends every
 statement, the write is planned again each time: 0.44-0.55 ms of the server's CPU per journal
@@ -14,25 +20,22 @@ database made without migrations), the write is sent as a statement.
 
 from __future__ import annotations
 
-from typing import Any
-
 from ....models import JournalEntry, WorkflowInstance
-from ..base import ENDED_CHANNEL
 from ..writes import Routines
 
 FLAGS = "cancel_requested, terminate_requested, cancel_reason"
-_JOURNAL = "dw_journal_write(text, text, jsonb)"
-_FINAL = "dw_final_write(text, text, jsonb, text, jsonb, jsonb, timestamptz)"
+_JOURNAL = "dw_journal_write_v1(text, text, jsonb)"
+_FINAL = "dw_final_write_v1(text, text, jsonb, text, jsonb, jsonb, timestamptz)"
 
-JOURNAL_CALL = f"SELECT {FLAGS} FROM dw_journal_write(%s, %s, %s::jsonb)"
-"""dw_journal_write's call: the instance id, the lease token and the entries (as written()
+JOURNAL_CALL = f"SELECT {FLAGS} FROM dw_journal_write_v1(%s, %s, %s::jsonb)"
+"""dw_journal_write_v1's call: the instance id, the lease token and the entries (as written()
 reads them); one row of the lease's flags, or none when the lease is gone."""
 
 FINAL_CALL = (
-    f"SELECT {FLAGS} FROM dw_final_write(%s, %s, %s::jsonb, %s, %s::jsonb, %s::jsonb, "
+    f"SELECT {FLAGS} FROM dw_final_write_v1(%s, %s, %s::jsonb, %s, %s::jsonb, %s::jsonb, "
     f"%s::timestamptz)"
 )
-"""dw_final_write's call: as JOURNAL_CALL's, then the final status, the output and the error
+"""dw_final_write_v1's call: as JOURNAL_CALL's, then the final status, the output and the error
 (JSON, or NULL) and the time of the write."""
 
 
@@ -61,54 +64,6 @@ def written(entries: str) -> str:
         f"ON CONFLICT (instance_id, name) DO UPDATE SET document = EXCLUDED.document "
         f"RETURNING 1)"
     )
-
-
-def _function(signature: str, body: str) -> str:
-    return (
-        f"CREATE OR REPLACE FUNCTION {signature} RETURNS TABLE (cancel_requested boolean, "
-        f"terminate_requested boolean, cancel_reason text) LANGUAGE plpgsql VOLATILE AS $fn$\n"
-        # the flags' names are both the result's columns and the instance's
-        f"#variable_conflict use_column\n{body}\n$fn$"
-    )
-
-
-def final_query() -> str:
-    """dw_final_write's query (parameters $1 to $7, as FINAL_CALL's): lock the row, upsert the
-    entries, end the instance and let its lease go; the row's id, flags and `awaited`."""
-    ended = (
-        f", changed AS (UPDATE {WorkflowInstance._meta.db_table} AS i SET status = $4, "
-        f"output = $5, error = $6, lease_token = NULL, lease_until = NULL, wake_at = NULL, "
-        f"updated_at = $7 FROM held WHERE i.id = held.id RETURNING 1)"
-    )
-    return f"{held('$1', '$2')}{written('$3')}{ended} SELECT id, {FLAGS}, awaited FROM held"
-
-
-ANNOUNCED_FLAGS = (
-    # result() and get_value() in other processes wake at the commit
-    f"IF r.awaited THEN PERFORM pg_notify('{ENDED_CHANNEL}', r.id); END IF;\n"
-    f"cancel_requested := r.cancel_requested; "
-    f"terminate_requested := r.terminate_requested; cancel_reason := r.cancel_reason;\n"
-)
-"""PL/pgSQL: announce the end of row `r` of final_query() where awaited, and set the flags."""
-
-
-def create_functions(schema_editor: Any) -> None:
-    """Create (or replace) dw_journal_write and dw_final_write, each a set of the lease's
-    flags (one row, or none when the lease is gone)."""
-    journal = f"{held('$1', '$2')}{written('$3')} SELECT {FLAGS} FROM held"
-    schema_editor.execute(_function(_JOURNAL, f"BEGIN RETURN QUERY {journal}; END"))
-    schema_editor.execute(
-        _function(
-            _FINAL,
-            f"DECLARE r record;\nBEGIN FOR r IN {final_query()} LOOP\n{ANNOUNCED_FLAGS}"
-            f"RETURN NEXT; END LOOP; END",
-        )
-    )
-
-
-def drop_functions(schema_editor: Any) -> None:
-    for signature in (_JOURNAL, _FINAL):
-        schema_editor.execute(f"DROP FUNCTION IF EXISTS {signature}")
 
 
 def functions() -> Routines:

@@ -1,0 +1,8 @@
+CREATE OR REPLACE FUNCTION dw_final_write_v1(text, text, jsonb, text, jsonb, jsonb, timestamptz) RETURNS TABLE (cancel_requested boolean, terminate_requested boolean, cancel_reason text) LANGUAGE plpgsql VOLATILE AS $fn$
+#variable_conflict use_column
+DECLARE r record;
+BEGIN FOR r IN WITH held AS (SELECT id, cancel_requested, terminate_requested, cancel_reason, awaited FROM django_workflows_workflowinstance WHERE id = $1 AND lease_token = $2 FOR UPDATE), written AS (INSERT INTO django_workflows_journalentry (instance_id, name, document) SELECT held.id, e.name, COALESCE(CASE WHEN NOT (held.cancel_requested OR held.terminate_requested) THEN e.guarded END, e.document) FROM held, ROWS FROM (jsonb_to_recordset($3) AS (name text, document jsonb, guarded jsonb)) WITH ORDINALITY AS e(name, document, guarded, n) WHERE COALESCE(CASE WHEN NOT (held.cancel_requested OR held.terminate_requested) THEN e.guarded END, e.document) IS NOT NULL ORDER BY e.n ON CONFLICT (instance_id, name) DO UPDATE SET document = EXCLUDED.document RETURNING 1), changed AS (UPDATE django_workflows_workflowinstance AS i SET status = $4, output = $5, error = $6, lease_token = NULL, lease_until = NULL, wake_at = NULL, updated_at = $7 FROM held WHERE i.id = held.id RETURNING 1) SELECT id, cancel_requested, terminate_requested, cancel_reason, awaited FROM held LOOP
+IF r.awaited THEN PERFORM pg_notify('django_workflows_ended', r.id); END IF;
+cancel_requested := r.cancel_requested; terminate_requested := r.terminate_requested; cancel_reason := r.cancel_reason;
+RETURN NEXT; END LOOP; END
+$fn$
