@@ -160,7 +160,7 @@ class WorkflowInstance(models.Model):
             # last, as the claim's order has it: with the whole order in the index, the claim
             # reads its first rows in index order whatever the planner's statistics say (with
             # created_at last, PostgreSQL read and sorted every due row while its statistics
-            # said there were few, as after a burst of starts; migration 0018).
+            # said there were few, as after a burst of starts).
             DueIndex(
                 fields=["priority", "lease_until", "wake_at", "created_at", "id"],
                 name="dw_instance_due",
@@ -212,7 +212,7 @@ class JournalEntry(models.Model):
     """One journaled step, sleep, wait, commit, value or compensation: one JSON document each."""
 
     id = models.BigAutoField(primary_key=True)  # first-write order
-    # No index of its own: dw_journal_unique_name starts with it (migration 0015).
+    # No index of its own: dw_journal_unique_name starts with it.
     instance = models.ForeignKey(
         WorkflowInstance, on_delete=models.CASCADE, related_name="entries", db_index=False
     )
@@ -235,7 +235,7 @@ class InstanceTag(models.Model):
     """A tag of an instance (start(tags=...), @workflow(tags=...)): one row a tag, to search by."""
 
     id = models.BigAutoField(primary_key=True)
-    # No index of its own: dw_tag_unique starts with it (migration 0015).
+    # No index of its own: dw_tag_unique starts with it.
     instance = models.ForeignKey(
         WorkflowInstance, on_delete=models.CASCADE, related_name="tags", db_index=False
     )
@@ -261,7 +261,7 @@ class InstanceAttribute(models.Model):
     plain, even with a codec, in the column of its type, so that lookups on it use an index."""
 
     id = models.BigAutoField(primary_key=True)
-    # No index of its own: dw_attribute_unique starts with it (migration 0015).
+    # No index of its own: dw_attribute_unique starts with it.
     instance = models.ForeignKey(
         WorkflowInstance, on_delete=models.CASCADE, related_name="attributes", db_index=False
     )
