@@ -28,7 +28,7 @@ def addressed_to(x: Surface, entry: str, **fields: Any) -> Any:
         if not isinstance(payload, dict):
             return False
         with x.lock:
-            reached = x.journal.get(entry, {}).get("started_at")
+            reached = x.journal.entries.get(entry, {}).get("started_at")
         return (
             payload.get("at") == reached and payload.get("generation", 0) == generation
         ) and all(payload.get(key) == value for key, value in fields.items())
@@ -40,7 +40,7 @@ def completed_before(x: Surface, name: str) -> bool:
     """Whether the journal this execution read has the entry `name` completed: then a wait
     returns its journaled outcome and its event was sent by an earlier execution."""
     with x.lock:
-        entry = x.journal.get(name)
+        entry = x.journal.entries.get(name)
     return entry is not None and entry.get("status") == journal.COMPLETED
 
 
@@ -60,4 +60,4 @@ def breakpoint(x: Surface, name: str) -> None:
     condition = SignalCondition(BREAKPOINT_SIGNAL, x.instance.id, addressed_to(x, name, name=name))
     wait(x, name, {"resume": condition}, kind="breakpoint")
     if not replayed:
-        x.emit("breakpoint-resumed", breakpoint=name)
+        x.guards.emit("breakpoint-resumed", breakpoint=name)

@@ -275,7 +275,7 @@ def workflow_runner(fn: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
     def run(ctx: WorkflowContext, input: Any) -> Any:
         from .context import execution_of  # reads the models: not at this module's import
 
-        return drive(execution_of(ctx).calls, fn(AsyncWorkflowContext(ctx), input))
+        return drive(execution_of(ctx).lease.calls, fn(AsyncWorkflowContext(ctx), input))
 
     run.is_async = True  # type: ignore[attr-defined]
     return run

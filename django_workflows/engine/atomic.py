@@ -37,7 +37,7 @@ def check(
     step with a timeout or heartbeat_timeout (a thread cannot be stopped inside a transaction)
     and for an async def function (its ORM calls would run on another thread's connection)."""
     if not isinstance(atomic, bool):
-        raise x.define_error(
+        raise x.guards.define_error(
             errors.WorkflowDefinitionError(
                 f'Step "{name}": atomic must be True or False, got {atomic!r}.'
             )
@@ -46,7 +46,7 @@ def check(
         return False
     if timeout is not None or heartbeat is not None:
         which = "timeout" if timeout is not None else "heartbeat_timeout"
-        raise x.define_error(
+        raise x.guards.define_error(
             errors.WorkflowDefinitionError(
                 f'Step "{name}" is atomic and has a {which}: an atomic step runs inside a '
                 "database transaction on the workflow's own thread, which cannot be stopped "
@@ -54,7 +54,7 @@ def check(
             )
         )
     if inspect.iscoroutinefunction(getattr(fn, "__wrapped__", fn)):
-        raise x.define_error(
+        raise x.guards.define_error(
             errors.WorkflowDefinitionError(
                 f'Step "{name}" is atomic and its function is async def: its ORM calls would '
                 "run on another thread, outside the step's transaction. Make the function sync "
@@ -83,7 +83,7 @@ def attempt(x: Surface, atomic: bool) -> Iterator[None]:
             yield
             done = True
     except StoreFailed as failed:
-        if x.stop_reason is not None:
+        if x.stops.stop_reason is not None:
             raise  # the lease is lost or about to end: the execution stops without writing
         raise _hand_back(x, "the write of its completion", failed) from failed
     except Error as error:
@@ -123,8 +123,8 @@ def _hand_back(x: Surface, what: str, error: BaseException) -> BaseException:
         what,
         str(error).strip() or type(error).__name__,
     )
-    x.stop_reason = "hand-back"
-    return x.interrupted(HandBack())
+    x.stops.stop_reason = "hand-back"
+    return x.guards.interrupted(HandBack())
 
 
 def forget_attempt(
@@ -137,20 +137,20 @@ def forget_attempt(
     """After a fault rolled an atomic attempt back (stop reason "hand-back"): the attempt did
     not happen, so its journaled start goes back to what it was before it, with the hand-back's
     write; else the next execution would count it as an attempt that stopped with its worker."""
-    if x.stop_reason != "hand-back":
+    if x.stops.stop_reason != "hand-back":
         return
     before = entry if entry is not None else {**running, "status": journal.PENDING, "attempt": 0}
-    x.record(name, position, **before)
+    x.journal.record(name, position, **before)
 
 
 def to_json(x: Surface, value: Any, what: str) -> Any:
-    """x.to_json() on this thread: the size check's read must not wait for the execution's
+    """x.lease.to_json() on this thread: the size check's read must not wait for the execution's
     thread, which may itself wait for this transaction's lock (SQLite's one writer)."""
-    return call_store(x, lambda: store_json(value, what, using=x.using), "a size check")
+    return call_store(x.lease, lambda: store_json(value, what, using=x.using), "a size check")
 
 
 def commit_entry(x: Surface) -> None:
     """Write the journal's buffered entries (the step's completion among them) now, on this
     thread's connection, inside the step's transaction: fenced by the lease token, so a lease
     lost meanwhile rolls the step's writes back too (LeaseLost)."""
-    x.write_here()
+    x.lease.write_here()

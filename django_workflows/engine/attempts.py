@@ -40,7 +40,7 @@ def invoke(
     # STEP_MIDDLEWARE, around every attempt
     call = middleware.wrap(x.instance, entry_name, name, step.attempt, call)
     with x.lock:
-        x.running_steps.add(step)
+        x.stops.running_steps.add(step)
     try:
         if timeout is None and heartbeat_timeout is None:
             x.local.in_step = True
@@ -53,7 +53,7 @@ def invoke(
         return _call_with_timeouts(x, step, name, call, timeout, heartbeat_timeout)
     finally:
         with x.lock:
-            x.running_steps.discard(step)
+            x.stops.running_steps.discard(step)
 
 
 def _call_with_timeouts(
@@ -76,7 +76,7 @@ def _call_with_timeouts(
             box["error"] = error
         finally:
             done.set()
-            x.calls.wake()
+            x.lease.calls.wake()
             connections.close_all()  # this thread's own connections only
 
     started = time.monotonic()
@@ -100,7 +100,7 @@ def _call_with_timeouts(
             raise errors.StepTimeoutError(
                 f'Step "{name}" attempt {step.attempt} ran past its {which} of {length}.'
             )
-        x.calls.serve(min(remaining, 0.25))
+        x.lease.calls.serve(min(remaining, 0.25))
     if "error" in box:
         raise box["error"]
     return box.get("result")
@@ -132,14 +132,14 @@ def attempt_failed(
         exc_info=error,
     )
     if gives_up:
-        x.record(name, position, **{**failed, "status": journal.FAILED})
-        x.emit("step-failed", step=name, attempt=attempt, error=serialized, retry_at=None)
+        x.journal.record(name, position, **{**failed, "status": journal.FAILED})
+        x.guards.emit("step-failed", step=name, attempt=attempt, error=serialized, retry_at=None)
         return None
-    retry_at = x.now() + policy.wait_before(attempt, error)
-    entry = x.record(
+    retry_at = x.guards.now() + policy.wait_before(attempt, error)
+    entry = x.journal.record(
         name,
         position,
         **{**failed, "status": journal.PENDING, "retry_at": journal.timestamp(retry_at)},
     )
-    x.emit("step-failed", step=name, attempt=attempt, error=serialized, retry_at=retry_at)
+    x.guards.emit("step-failed", step=name, attempt=attempt, error=serialized, retry_at=retry_at)
     return entry

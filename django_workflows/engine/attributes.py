@@ -25,18 +25,18 @@ def set_attributes(x: Surface, values: dict[str, Any]) -> None:
     Raises TypeError or ValueError for a bad name or value (as start(attributes=...) does), or
     when the instance would have more than MAX_ATTRIBUTES; WorkflowDefinitionError inside a
     step's function; WorkflowNonDeterminismError when the journal set other names here."""
-    x.guard_step("ctx.set_attributes()")
+    x.guards.guard_step("ctx.set_attributes()")
     changes = check_attributes(values, "ctx.set_attributes()", removable=True)
     if not changes:
         return
-    position = x.next_position()
+    position = x.journal.next_position()
     entry_name = f"{PREFIX}{'.'.join(map(str, position))}"
     with x.lock:
-        x.reached.add(entry_name)
-        entry = x.journal.get(entry_name)
+        x.journal.reached.add(entry_name)
+        entry = x.journal.entries.get(entry_name)
     if entry is not None:
         if sorted(entry.get("names") or []) != sorted(changes):
-            raise x.define_error(
+            raise x.guards.define_error(
                 errors.WorkflowNonDeterminismError(
                     f'Instance "{x.instance.id}" of workflow "{x.instance.workflow}@'
                     f'{x.instance.version}" does not match its journal: the attributes set here '
@@ -44,12 +44,12 @@ def set_attributes(x: Surface, values: dict[str, Any]) -> None:
                 )
             )
         return
-    if x.replay_only:
+    if x.journal.replay_only:
         raise ReplayEnd()
     added = {name for name, value in changes.items() if value is not None}
     if added:
         # Only the lease holder writes them: what it reads now is what the write changes.
-        existing = x.store_call(
+        existing = x.lease.store_call(
             lambda: searchable.names(x.using, x.instance.id), "a read of search attributes"
         )
         removed = {name for name, value in changes.items() if value is None}
@@ -60,16 +60,16 @@ def set_attributes(x: Surface, values: dict[str, Any]) -> None:
                 f"has at most {MAX_ATTRIBUTES}. Remove some first (set them to None)."
             )
     written = {name: None if v is None else v.journal_form() for name, v in changes.items()}
-    x.record(
+    x.journal.record(
         entry_name,
         position,
         kind="value",
         status=journal.COMPLETED,
         names=sorted(changes),
         result=written,
-        finished_at=journal.timestamp(x.now()),
+        finished_at=journal.timestamp(x.guards.now()),
     )
     # Written now, with the entry that journals it: a search finds the instance by what the
     # run set so far, and a replay that finds the entry knows the rows were written.
-    x.write(attributes=changes)
-    x.emit("attributes-set", attributes=written)
+    x.lease.write(attributes=changes)
+    x.guards.emit("attributes-set", attributes=written)

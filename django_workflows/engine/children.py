@@ -68,7 +68,7 @@ class ChildHandle(Waitable):
         ChildWorkflowFailedError when it failed, was cancelled, terminated or deleted."""
         x, name = self._x, f"$result:{self.id}"
         with x.lock:  # called again in this run: the end it returned before
-            entry = x.journal.get(name) if name in x.reached else None
+            entry = x.journal.entries.get(name) if name in x.journal.reached else None
         if entry is not None and entry["status"] == journal.COMPLETED:
             return child_outcome(self, copy.deepcopy(entry["result"]["value"]))
         ended = wait(x, name, {"child": self.condition()}, kind="child")
@@ -94,7 +94,7 @@ def start_child(
     """Start the child once (a replay gets the same one back) and return its handle; its
     `tags` and search `attributes` are checked as start()'s are. Its queue: `queue`, else its
     workflow's when that names one, else its parent's."""
-    x.guard_step("ctx.start_child()")
+    x.guards.guard_step("ctx.start_child()")
     if parent_close not in PARENT_CLOSE:
         raise errors.WorkflowDefinitionError(
             f"parent_close must be one of {', '.join(PARENT_CLOSE)}, not {parent_close!r}."
@@ -104,12 +104,12 @@ def start_child(
         id = _default_id(x, definition.name)
     starts.check_key("The child's id", id, x.using)
     name = f"{CHILD_PREFIX}{id}"
-    position, entry = x.enter(name, "child")
+    position, entry = x.journal.enter(name, "child")
     if entry is not None and entry["status"] == journal.COMPLETED:
         # The journaled child: in a fork, the original's (its entry renamed to the fork's id).
         return ChildHandle(entry["result"].get("id", id), entry["result"]["workflow"], x)
-    x.check_interrupts(name, entry)
-    value = x.to_json(input, f'The input of child workflow "{definition.name}"')
+    x.stops.check_interrupts(name, entry)
+    value = x.lease.to_json(input, f'The input of child workflow "{definition.name}"')
     inherited = priority if priority is not None else (x.instance.priority or None)
     if queue is None:
         named = definition.queue != DEFAULT_QUEUE
@@ -126,12 +126,12 @@ def start_child(
         parent_id=x.instance.id,
         parent_close=parent_close,
     )
-    now = x.now()
-    x.store_call(
+    now = x.guards.now()
+    x.lease.store_call(
         lambda: starts.start_instance(definition, value, options, using=x.using),
         "the start of a child",
     )
-    x.record(
+    x.journal.record(
         name,
         position,
         kind="child",
@@ -140,7 +140,7 @@ def start_child(
         finished_at=journal.timestamp(now),
         result={"id": id, "workflow": definition.name, "version": definition.version},
     )
-    x.emit(
+    x.guards.emit(
         "child-started",
         child=id,
         child_workflow=definition.name,
@@ -159,14 +159,14 @@ def _default_id(x: Surface, workflow: str) -> str:
     """
     parent = journal.run_key(x.instance.id, x.instance.generation)
     with x.lock:
-        path = x.path()
-        number = x.next_child_number(workflow)
+        path = x.journal.path()
+        number = x.journal.next_child_number(workflow)
         if not path:  # not in a gather branch: the count is the same in every run
             return default_child_id(parent, workflow, number)
-        position = (*path, x.counters.get(path, 0))  # the one enter() gives this call
+        position = (*path, x.journal.counters.get(path, 0))  # the one enter() gives this call
         started = {  # by the id in the entry's name: a fork's copied entries are renamed
             name[len(CHILD_PREFIX) :]: doc.get("pos")
-            for name, doc in x.journal.items()
+            for name, doc in x.journal.entries.items()
             if name.startswith(CHILD_PREFIX)
             and doc.get("kind") == "child"
             and isinstance(doc.get("result"), dict)
@@ -177,7 +177,7 @@ def _default_id(x: Surface, workflow: str) -> str:
         while (id := default_child_id(parent, workflow, number)) in started and sibling(
             started[id], position
         ):
-            number = x.next_child_number(workflow)
+            number = x.journal.next_child_number(workflow)
         return default_child_id(parent, workflow, number)
 
 

@@ -38,15 +38,15 @@ def register(
 
 def commit(x: Surface, name: str) -> None:
     """The commit point `name`: journaled once; the compensations registered so far go."""
-    position, entry = x.enter(name, "commit")
+    position, entry = x.journal.enter(name, "commit")
     if entry is None or entry["status"] != journal.COMPLETED:
-        x.check_interrupts(name, entry)
-        x.record(
+        x.stops.check_interrupts(name, entry)
+        x.journal.record(
             name,
             position,
             kind="commit",
             status=journal.COMPLETED,
-            finished_at=journal.timestamp(x.now()),
+            finished_at=journal.timestamp(x.guards.now()),
         )
     with x.lock:
         x.compensations.clear()
@@ -54,15 +54,15 @@ def commit(x: Surface, name: str) -> None:
 
 def undo(x: Ending, reason: BaseException) -> str:
     """The instance failed or was cancelled: run the compensations, in reverse order."""
-    if x.flags.terminate_requested:
+    if x.stops.flags.terminate_requested:
         return x.finish(Status.CANCELLED, error=journal.serialize_error(x.cancel_error(True)))
     error = journal.serialize_error(reason)
     if not x.compensations:
         return x.finish(UNDONE_AS.get(error["name"], Status.FAILED), error=error)
     x.close_children(f"Its parent {x.instance.id!r} is compensating.")
-    x.write(changes={"status": Status.COMPENSATING, "error": error})
+    x.lease.write(changes={"status": Status.COMPENSATING, "error": error})
     x.instance.status = Status.COMPENSATING
-    x.emit("workflow-compensating", error=error)
+    x.guards.emit("workflow-compensating", error=error)
     return compensate(x, error)
 
 
@@ -83,29 +83,29 @@ def _run_compensation(
 ) -> str | None:
     """Run one compensation to its end; a final status when the undo cannot go on."""
     name = f"{journal.COMPENSATION_PREFIX}{compensation.step}"
-    entry = x.journal.get(name)
+    entry = x.journal.entries.get(name)
     if entry is not None and entry["status"] == journal.COMPLETED:
         return None
     policy = default_retry().merged(
         compensation.retry, f'Step "{compensation.step}" compensate_retry'
     )
     while True:
-        if x.flags.terminate_requested:
+        if x.stops.flags.terminate_requested:
             return x.finish(Status.CANCELLED, error=journal.serialize_error(x.cancel_error(True)))
-        if x.stop_reason is not None:
-            raise x.stop_interrupt()
-        now = x.now()
+        if x.stops.stop_reason is not None:
+            raise x.stops.stop_interrupt()
+        now = x.guards.now()
         if entry is not None and entry["status"] == journal.PENDING:
             retry_at = journal.parse_timestamp(entry.get("retry_at"))
             if retry_at is not None and retry_at > now:
-                x.write(
+                x.lease.write(
                     changes={"status": Status.COMPENSATING},
-                    release=store.Release(retry_at, [], x.last_signal_id, x.had_waits),
+                    release=store.Release(retry_at, [], x.lease.last_signal_id, x.had_waits),
                 )
-                x.emit("workflow-suspended", wake_at=retry_at, waits=[])
+                x.guards.emit("workflow-suspended", wake_at=retry_at, waits=[])
                 return Status.COMPENSATING
         attempt = (entry.get("attempt") or 0) + 1 if entry is not None else 1
-        running = x.record(
+        running = x.journal.record(
             name,
             None,
             kind="compensation",
@@ -115,7 +115,7 @@ def _run_compensation(
             started_at=journal.timestamp(now),
             **carried(entry),  # the lines of the attempts before
         )
-        x.write()
+        x.lease.write()
         step = StepContext(x, compensation.step, name, attempt, None, reason=reason)
         try:
             invoke(
@@ -133,10 +133,10 @@ def _run_compensation(
             if isinstance(failure, errors.WorkflowInterrupt):
                 raise
             if not isinstance(failure, Exception | SystemExit):  # KeyboardInterrupt...
-                raise x.escape(failure)
-            if x.stop_reason is not None:
-                raise x.stop_interrupt()
-            now = x.now()
+                raise x.stops.escape(failure)
+            if x.stops.stop_reason is not None:
+                raise x.stops.stop_interrupt()
+            now = x.guards.now()
             failed = {
                 **running,
                 "error": attempt_error(failure),
@@ -164,15 +164,15 @@ def _run_compensation(
                     error={**error, "compensation": compensation_error},
                 )
             continue
-        x.record(
+        x.journal.record(
             name,
             None,
             **{
                 **running,
                 "status": journal.COMPLETED,
-                "finished_at": journal.timestamp(x.now()),
+                "finished_at": journal.timestamp(x.guards.now()),
                 **step.log.journaled(),
             },
         )
-        x.emit("step-compensated", step=compensation.step, attempt=attempt)
+        x.guards.emit("step-compensated", step=compensation.step, attempt=attempt)
         return None

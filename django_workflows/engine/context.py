@@ -230,7 +230,7 @@ class WorkflowContext:
 
     def fail(self, message: str) -> None:
         """Fail the instance: its compensations run and it ends `failed` with WorkflowFailedError."""
-        self._x.fail(message)
+        self._x.stops.fail(message)
 
     def continue_as_new(self, input: Any = SAME, *, version: int | str | None = None) -> None:
         """End this run and start the instance over with `input` (default: this run's), same

@@ -2,7 +2,7 @@
 
 The call checks its arguments and raises the interrupt ContinueAsNew, so no code after it runs;
 the execution then calls `restart()`, which writes the new start in one write fenced by the
-lease token (Runtime.write() with `restart=True`): the journal and the waits deleted, the new
+lease token (x.lease.write() with `restart=True`): the journal and the waits deleted, the new
 input and version, the run timeout from now, `generation` + 1, due now with the lease released.
 
 What carries over: the id, the priority, the parent, the schedule, the concurrency and rate-limit
@@ -26,7 +26,7 @@ from ..store import wakeups
 from ..store.signals import first_unconsumed
 from . import journal
 from .interrupts import ContinueAsNew
-from .status import UNSET
+from .runtime import UNSET
 
 if TYPE_CHECKING:
     from .surface import Ending, Surface
@@ -45,9 +45,9 @@ def continue_as_new(x: Surface, input: Any, version: int | str | None) -> None:
     Raises WorkflowDefinitionError inside a step's function or a gather() branch, TypeError for
     an input that is not JSON or a version of another type, ValueError for a version below 1,
     WorkflowNotFoundError for a version that is not registered; nothing is written then."""
-    x.guard_step("ctx.continue_as_new()")
+    x.guards.guard_step("ctx.continue_as_new()")
     if getattr(x.local, "branch", False):
-        raise x.define_error(
+        raise x.guards.define_error(
             errors.WorkflowDefinitionError(
                 f"ctx.continue_as_new() was called inside a gather() branch in instance "
                 f"{x.instance.id!r}. It ends the whole run: call it from the workflow's own code, "
@@ -57,10 +57,10 @@ def continue_as_new(x: Surface, input: Any, version: int | str | None) -> None:
     instance = x.instance
     if input is SAME:
         input = instance.input
-    value = x.to_json(input, "The input of ctx.continue_as_new()")
+    value = x.lease.to_json(input, "The input of ctx.continue_as_new()")
     definition = x.resolve(instance.workflow, _version(instance.version, version))
-    x.check_interrupts(None, None)  # a cancel, a timeout or a shutdown comes first
-    raise x.interrupted(ContinueAsNew(definition, value))
+    x.stops.check_interrupts(None, None)  # a cancel, a timeout or a shutdown comes first
+    raise x.guards.interrupted(ContinueAsNew(definition, value))
 
 
 def _version(current: int, version: int | str | None) -> int | None:
@@ -84,17 +84,17 @@ def restart(x: Ending, request: ContinueAsNew) -> str:
     would (each by its parent_close), and make the instance due now; "continued-as-new"."""
     instance = x.instance
     x.close_children(f"Its parent {instance.id!r} continued as new.")
-    now = x.now()
+    now = x.guards.now()
     with x.lock:
-        taken = set(x.consumed)
-        carried = x.journal.get(journal.CONTINUED) or {}
-        x.pending = {}  # the run's buffered entries go with its journal
-        x.warn_journal = False
-        x.desired_status = UNSET  # a new run starts without a custom status
+        taken = set(x.journal.consumed)
+        carried = x.journal.entries.get(journal.CONTINUED) or {}
+        x.journal.pending = {}  # the run's buffered entries go with its journal
+        x.journal.warn_journal = False
+        x.lease.desired_status = UNSET  # a new run starts without a custom status
     cursor = instance.signal_cursor
     if taken:
         last = max(taken)
-        first = x.store_call(
+        first = x.lease.store_call(
             lambda: first_unconsumed(x.using, after_id=cursor, up_to_id=last, consumed=taken),
             "a read of signals",
         )
@@ -114,8 +114,8 @@ def restart(x: Ending, request: ContinueAsNew) -> str:
             "started_at": journal.timestamp(now),
         }
     with x.lock:
-        x.pending = entries
-    x.write(
+        x.journal.pending = entries
+    x.lease.write(
         changes={
             "status": Status.PENDING,
             "input": request.input,
@@ -126,10 +126,10 @@ def restart(x: Ending, request: ContinueAsNew) -> str:
             "custom_status": None,
             "journal_warned": False,
         },
-        release=store.Release(now, [], x.last_signal_id, had_waits=True),
+        release=store.Release(now, [], x.lease.last_signal_id, had_waits=True),
         restart=True,
     )
-    x.emit(
+    x.guards.emit(
         "workflow-continued-as-new",
         generation=generation,
         new_version=request.definition.version,

@@ -97,11 +97,11 @@ def run_async_fn(x: Surface, fn: Callable[..., Any], *args: Any) -> Any:
     for arg in args:  # the attempt's StepContext: its timeout cancels the coroutine
         if isinstance(arg, StepContext):
             arg.run_coroutine(future.cancel)
-    if threading.get_ident() != x.calls.owner:
+    if threading.get_ident() != x.lease.calls.owner:
         return future.result()
-    future.add_done_callback(lambda _: x.calls.wake())
+    future.add_done_callback(lambda _: x.lease.calls.wake())
     while not future.done():
-        x.calls.serve(1.0)
+        x.lease.calls.serve(1.0)
     return future.result()
 
 
@@ -122,7 +122,7 @@ def in_thread(x: Surface, fn: Callable[..., Any]) -> Callable[..., Any]:
 def refuse_async_fn(x: Surface, fn: Any, what: str) -> None:
     """WorkflowDefinitionError for an async function given to a sync workflow's ctx."""
     if inspect.iscoroutinefunction(fn):
-        raise x.define_error(
+        raise x.guards.define_error(
             WorkflowDefinitionError(
                 f"{what} is an async def function, in the sync workflow "
                 f"{x.instance.workflow!r}: make the workflow async def (and await its ctx "
@@ -135,7 +135,7 @@ def refuse_coroutine(x: Surface, result: Any, what: str) -> None:
     """WorkflowDefinitionError for a sync function that returned a coroutine (never awaited)."""
     if inspect.iscoroutine(result):
         result.close()
-        raise x.define_error(
+        raise x.guards.define_error(
             WorkflowDefinitionError(
                 f"{what} returned a coroutine that nothing awaits: make it async def (in an "
                 "async def workflow), or return its result."

@@ -1,4 +1,5 @@
-"""One execution of one claimed instance: run it forward, park it, end it, or undo it."""
+"""One execution of one claimed instance, composed of its parts (guards.py, replay.py, stops.py,
+runtime.py): run it forward, park it, end it, or undo it."""
 
 from __future__ import annotations
 
@@ -9,12 +10,14 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from .. import clock, errors
+from ..definitions import Workflow
 from ..models import Status, WorkflowInstance
 from ..store import instances as store
 from ..store import schedules as schedules_store
 from ..store import wakeups
 from . import children, compensations, continuation, journal
 from .context import WorkflowContext
+from .guards import Guards
 from .interrupts import (
     Cancel,
     ContinueAsNew,
@@ -27,7 +30,11 @@ from .interrupts import (
     Suspend,
     Unreadable,
 )
-from .runtime import Runtime
+from .registry import registry
+from .replay import Replay
+from .runtime import Lease
+from .stops import Stops
+from .surface import Compensation
 
 logger = logging.getLogger("django_workflows")
 
@@ -39,8 +46,48 @@ _FINAL_EVENTS: dict[str, str] = {
 }
 
 
-class Execution(Runtime):
-    """Runs one claimed instance until it parks, ends, or loses its lease."""
+class Execution:
+    """Runs one claimed instance until it parks, ends, or loses its lease: the surface.Ending
+    the ctx concerns see, its state held by its parts."""
+
+    def __init__(
+        self,
+        instance: WorkflowInstance,
+        definition: Workflow,
+        *,
+        using: str,
+        token: str,
+        last_signal_id: int,
+        lease_duration: timedelta,
+        journal_entries: list[tuple[str, dict[str, Any]]] | None = None,
+    ):
+        if journal_entries is None:  # a first execution has none; a claim reads the others'
+            journal_entries = [] if instance.runs <= 1 else store.load_journal(using, instance.id)
+        self.guards = guards = Guards(instance, definition, using=using)
+        self.journal = replay = Replay(guards, journal_entries)
+        self.stops = stops = Stops(guards, replay)
+        self.lease = Lease(
+            guards,
+            replay,
+            stops,
+            token=token,
+            last_signal_id=last_signal_id,
+            lease_duration=lease_duration,
+        )
+        self.instance = instance
+        self.definition = definition
+        self.using = using
+        self.lock = guards.lock
+        self.local = guards.local
+        self.compensations: list[Compensation] = []  # see compensations.py
+
+    def resolve(self, workflow: Any, version: int | None) -> Workflow:
+        """registry.resolve(): the definition a child or a continue-as-new runs."""
+        return registry.resolve(workflow, version)
+
+    def note_cancel(self, *, terminate: bool, reason: str | None) -> None:
+        """A cancel or terminate of the instance was accepted (store.wakeups tells it)."""
+        self.stops.note_cancel(terminate=terminate, reason=reason)
 
     @property
     def had_waits(self) -> bool:
@@ -51,9 +98,9 @@ class Execution(Runtime):
         """Run the instance; returns what became of it: a status, "handed-back" or "lease-lost"."""
         first = self.instance.runs <= 1 and self.instance.status == Status.RUNNING
         if first:
-            self.emit("workflow-started")
+            self.guards.emit("workflow-started")
         else:
-            self.emit("workflow-resumed", run=self.instance.runs)
+            self.guards.emit("workflow-resumed", run=self.instance.runs)
         wakeups.track(self.instance.id, self)
         try:
             if self.instance.status == Status.COMPENSATING:
@@ -88,13 +135,13 @@ class Execution(Runtime):
         except (LeaseLost, HandBack, StoreFailed):
             raise
         except Suspend:
-            if self.definition_error is not None:
+            if self.guards.definition_error is not None:
                 return self._fail_definition()
             return self._park()
         except Cancel as cancel:
             return compensations.undo(self, self.cancel_error(cancel.terminate))
         except ContinueAsNew as request:
-            if self.definition_error is not None:
+            if self.guards.definition_error is not None:
                 return self._fail_definition()
             return continuation.restart(self, request)
         except RunTimeout:
@@ -110,21 +157,21 @@ class Execution(Runtime):
                 self,
                 errors.WorkflowJournalLimitError(
                     f"The journal of instance {self.instance.id!r} reached its limit "
-                    f"({len(self.journal)} entries, {self.journal_bytes()} bytes)."
+                    f"({len(self.journal.entries)} entries, {self.journal.journal_bytes()} bytes)."
                 ),
             )
         except ReplayEnd:
             raise AssertionError("ReplayEnd outside a replay")
         except (Exception, SystemExit) as error:  # sys.exit() in its code: its error too
-            if self.definition_error is not None:
+            if self.guards.definition_error is not None:
                 return self._fail_definition()
             return compensations.undo(self, error)
-        if self.definition_error is not None:
+        if self.guards.definition_error is not None:
             return self._fail_definition()
-        if self.flags.terminate_requested or self.flags.cancel_requested:
-            return compensations.undo(self, self.cancel_error(self.flags.terminate_requested))
+        if self.stops.flags.terminate_requested or self.stops.flags.cancel_requested:
+            return compensations.undo(self, self.cancel_error(self.stops.flags.terminate_requested))
         try:
-            output = self.to_json(output, "The workflow's output")
+            output = self.lease.to_json(output, "The workflow's output")
         except (TypeError, ValueError) as error:
             return compensations.undo(self, error)
         return self.finish(Status.COMPLETED, output=output)
@@ -137,39 +184,39 @@ class Execution(Runtime):
         except errors.WorkflowInterrupt:
             raise
         except (Exception, SystemExit):
-            swallowed = self.swallowed()
+            swallowed = self.guards.swallowed()
             if swallowed is None:
                 raise
             raise swallowed from None
         else:
-            swallowed = self.swallowed()
+            swallowed = self.guards.swallowed()
             if swallowed is not None:
                 raise swallowed
             return output
         finally:
-            self.forget_interrupt()
+            self.guards.forget_interrupt()
 
     def _park(self) -> str:
-        wake_at = self.suspension.wake_at
+        wake_at = self.stops.suspension.wake_at
         deadline = self.instance.deadline
         if deadline is not None and (wake_at is None or deadline < wake_at):
             wake_at = deadline
-        waits = list(dict.fromkeys(self.suspension.waits))
-        self.write(
+        waits = list(dict.fromkeys(self.stops.suspension.waits))
+        self.lease.write(
             changes={"status": Status.SUSPENDED},
-            release=store.Release(wake_at, waits, self.last_signal_id, self.had_waits),
+            release=store.Release(wake_at, waits, self.lease.last_signal_id, self.had_waits),
         )
-        self.emit(
+        self.guards.emit(
             "workflow-suspended", wake_at=wake_at, waits=[{"signal": s, "key": k} for s, k in waits]
         )
         return Status.SUSPENDED
 
     def _hand_back(self) -> str:
-        self.ride = None  # a stopping execution: its worker claims nothing more
-        if self.escaped is not None:  # a step's KeyboardInterrupt in a gather branch
-            self.escaping(self.escaped)
+        self.lease.ride = None  # a stopping execution: its worker claims nothing more
+        if self.stops.escaped is not None:  # a step's KeyboardInterrupt in a gather branch
+            self.stops.escaping(self.stops.escaped)
         try:
-            self.write(**self._handing_back(self.now()))
+            self.lease.write(**self._handing_back(self.guards.now()))
         except LeaseLost:
             return "lease-lost"
         except StoreFailed:
@@ -180,7 +227,7 @@ class Execution(Runtime):
     def _release_after(self, error: BaseException | None) -> None:
         """Workflow code raised a BaseException that is not the engine's nor the workflow's (a
         KeyboardInterrupt): hand the instance back as it stands before it propagates."""
-        self.escaping(error)
+        self.stops.escaping(error)
         logger.error(
             "Instance %s (%s@%s) stopped: its code raised %s; handing it back.",
             self.instance.id,
@@ -189,9 +236,9 @@ class Execution(Runtime):
             type(error).__name__,
             exc_info=error,
         )
-        self.ride = None
+        self.lease.ride = None
         try:
-            self.write(**self._handing_back(self.now()))
+            self.lease.write(**self._handing_back(self.guards.now()))
         except (errors.WorkflowInterrupt, Exception):
             logger.exception("Handing back instance %s failed.", self.instance.id)
 
@@ -202,14 +249,14 @@ class Execution(Runtime):
         )
         return {
             "changes": {"status": status},
-            "release": store.Release(now, [], self.last_signal_id, self.had_waits),
+            "release": store.Release(now, [], self.lease.last_signal_id, self.had_waits),
         }
 
     def _leave_alone(self, error: BaseException) -> str:
         """A signal it needs cannot be read: write what it journaled, hand it back, leave it."""
         changes, release = _unreadable_release(self.instance)
         try:
-            self.write(changes=changes, release=release)
+            self.lease.write(changes=changes, release=release)
         except LeaseLost:
             return "lease-lost"
         _log_unreadable(self.instance, error)
@@ -222,42 +269,47 @@ class Execution(Runtime):
         Before the write that ends the instance or starts its undo, and never skipped: once that
         write lands, nothing runs the instance again to close them. If closing fails, the
         execution stops without that write, and runs again once its lease expires."""
-        if self.stop_reason == "lease-lost":  # another execution decides now
+        if self.stops.stop_reason == "lease-lost":  # another execution decides now
             raise LeaseLost()
         with self.lock:  # its journal says whether it started any: most never do
-            started = any(name.startswith("$child:") for name in self.journal)
+            started = any(name.startswith("$child:") for name in self.journal.entries)
         if started:
-            self.store_call(
+            self.lease.store_call(
                 lambda: children.close_children(self.using, self.instance.id, why=why),
                 "closing the children",
             )
 
     def cancel_error(self, terminate: bool) -> errors.WorkflowError:
-        reason = self.flags.reason
+        reason = self.stops.flags.reason
         if terminate:
             return errors.WorkflowTerminatedError(reason or "Terminated.")
         return errors.WorkflowCancelledError(reason or "Cancelled.")
 
     def _fail_definition(self) -> str:
-        assert self.definition_error is not None
-        return self.finish(Status.FAILED, error=journal.serialize_error(self.definition_error))
+        assert self.guards.definition_error is not None
+        return self.finish(
+            Status.FAILED, error=journal.serialize_error(self.guards.definition_error)
+        )
 
     # -- undo: the compensations (compensations.py) ----------------------------------------
 
     def _resume_undo(self) -> str:
         """A compensating instance: replay run() to rebuild its compensations, then go on."""
         error = self.instance.error or {"name": "WorkflowError", "message": "Unknown failure."}
-        self.replay_only = True
+        self.journal.replay_only = True
         try:
             self.definition.run(WorkflowContext(self), copy.deepcopy(self.instance.input))
         except (LeaseLost, HandBack, StoreFailed):
             raise
         except (ReplayEnd, Suspend, Cancel, RunTimeout, JournalFull, Exception):
             pass
-        self.forget_interrupt()
-        self.replay_only = False
-        if self.definition_error is not None:
-            failure = {**error, "compensation": journal.serialize_error(self.definition_error)}
+        self.guards.forget_interrupt()
+        self.journal.replay_only = False
+        if self.guards.definition_error is not None:
+            failure = {
+                **error,
+                "compensation": journal.serialize_error(self.guards.definition_error),
+            }
             return self.finish(Status.COMPENSATION_FAILED, error=failure)
         return compensations.compensate(self, error)
 
@@ -268,9 +320,9 @@ class Execution(Runtime):
     ) -> str:
         changes: dict[str, Any] = {"status": status, "output": output, "error": error}
         self.close_children(f"Its parent {self.instance.id!r} ended {status}.")
-        self.write(
+        self.lease.write(
             changes=changes,
-            release=store.Release(None, [], self.last_signal_id, self.had_waits),
+            release=store.Release(None, [], self.lease.last_signal_id, self.had_waits),
             # A child tells its parent in the same transaction: its end is never lost.
             signal=children.end_signal(self.instance, status, output, error)
             if self.instance.parent_id
@@ -279,18 +331,18 @@ class Execution(Runtime):
         wakeups.instance_ended(self.instance.id)
         schedule_id = self.instance.schedule_id
         if schedule_id:  # an occurrence buffered behind this one can start now
-            now = self.now()
+            now = self.guards.now()
             try:
-                self.store_call(
+                self.lease.store_call(
                     lambda: schedules_store.wake_schedule(self.using, schedule_id, now),
                     "the wake-up of its schedule",
                 )
             except StoreFailed:
-                self.forget_interrupt()  # logged; a buffered occurrence starts when next due
+                self.guards.forget_interrupt()  # logged; a buffered occurrence starts when next due
         data: dict[str, Any] = (
             {"output": output} if status == Status.COMPLETED else {"error": error}
         )
-        self.emit(_FINAL_EVENTS[status], **data)
+        self.guards.emit(_FINAL_EVENTS[status], **data)
         return status
 
 

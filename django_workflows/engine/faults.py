@@ -9,14 +9,15 @@ import logging
 import random
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from django.db import Error, connections
 
 from .interrupts import LeaseLost, StoreFailed
 
 if TYPE_CHECKING:
-    from .surface import Surface
+    from .guards import Guards
+    from .stops import Stops
 
 logger = logging.getLogger("django_workflows")
 T = TypeVar("T")
@@ -25,10 +26,19 @@ FIRST_BACKOFF = 0.05  # seconds; doubled after each failure, up to MAX_BACKOFF
 MAX_BACKOFF = 2.0
 
 
-def call_store(x: Surface, fn: Callable[[], T], what: str) -> T:
-    """`fn()`, a store call of the execution `x` on its own thread's connection, run again
-    after a database error until it succeeds, the lease is lost (LeaseLost) or the lease would
-    run out first (StoreFailed). `what` names the call in the log."""
+class Held(Protocol):
+    """An execution's lease (runtime.Lease), as far as a store call under it needs."""
+
+    guards: Guards
+    stops: Stops
+    lease_deadline: float
+
+
+def call_store(lease: Held, fn: Callable[[], T], what: str) -> T:
+    """`fn()`, a store call of the execution holding `lease` on its own thread's connection,
+    run again after a database error until it succeeds, the lease is lost (LeaseLost) or the
+    lease would run out first (StoreFailed). `what` names the call in the log."""
+    guards, stops = lease.guards, lease.stops
     failures = 0
     backoff = FIRST_BACKOFF
     while True:
@@ -36,40 +46,43 @@ def call_store(x: Surface, fn: Callable[[], T], what: str) -> T:
             result = fn()
         except Error as error:
             failures += 1
-            connection = connections[x.using]
+            connection = connections[guards.using]
             if failures == 1:
                 logger.error(
                     "Instance %s: the database refused %s (%s: %s); trying again while the "
                     "instance's lease lasts.",
-                    x.instance.id,
+                    guards.instance.id,
                     what,
                     type(error).__name__,
                     str(error).strip() or "no message",
                 )
             if connection.in_atomic_block:  # the caller's transaction is broken: theirs to redo
-                raise x.interrupted(StoreFailed(f"{what}: {error}")) from error
+                raise guards.interrupted(StoreFailed(f"{what}: {error}")) from error
             _discard_if_broken(connection)
             wait = backoff * random.uniform(0.5, 1.0)
-            if x.stop_reason == "lease-lost":
-                raise x.interrupted(LeaseLost()) from error
-            if time.monotonic() + wait >= x.lease_deadline:
-                x.stop_reason = x.stop_reason or "store-failed"
+            if stops.stop_reason == "lease-lost":
+                raise guards.interrupted(LeaseLost()) from error
+            if time.monotonic() + wait >= lease.lease_deadline:
+                stops.stop_reason = stops.stop_reason or "store-failed"
                 logger.error(
                     "Instance %s: the database refused %s %d times until the instance's lease "
                     "was about to end; its execution stops without writing and runs again "
                     "from its journal.",
-                    x.instance.id,
+                    guards.instance.id,
                     what,
                     failures,
                     exc_info=error,
                 )
-                raise x.interrupted(StoreFailed(f"{what}: {error}")) from error
+                raise guards.interrupted(StoreFailed(f"{what}: {error}")) from error
             time.sleep(wait)
             backoff = min(backoff * 2, MAX_BACKOFF)
             continue
         if failures:
             logger.warning(
-                "Instance %s: %s succeeded after %d failed tries.", x.instance.id, what, failures
+                "Instance %s: %s succeeded after %d failed tries.",
+                guards.instance.id,
+                what,
+                failures,
             )
         return result
 

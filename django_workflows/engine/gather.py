@@ -23,8 +23,8 @@ def gather(x: Surface, fns: list[Callable[[], Any]]) -> list[Any]:
             raise errors.WorkflowDefinitionError(
                 f"gather() takes zero-argument callables, not {fn!r}."
             )
-    x.guard_step("ctx.gather()")
-    position = x.next_position()
+    x.guards.guard_step("ctx.gather()")
+    position = x.journal.next_position()
     results: list[Any] = [None] * len(fns)
     outcomes: list[BaseException | None] = [None] * len(fns)
     finished = threading.Semaphore(0)
@@ -34,17 +34,17 @@ def gather(x: Surface, fns: list[Callable[[], Any]]) -> list[Any]:
         x.local.branch = True  # this thread may call ctx
         try:
             results[index] = fn()
-            swallowed = x.swallowed()
+            swallowed = x.guards.swallowed()
             if swallowed is not None:  # the branch's code swallowed it: raise it all the same
                 raise swallowed
         except WorkflowInterrupt as interrupt:
             outcomes[index] = interrupt
         except BaseException as error:  # collected, re-raised below in a fixed order
-            outcomes[index] = x.swallowed() or error
+            outcomes[index] = x.guards.swallowed() or error
         finally:
-            x.gate.change(-1)  # this branch runs no more workflow code
+            x.stops.gate.change(-1)  # this branch runs no more workflow code
             finished.release()
-            x.calls.wake()
+            x.lease.calls.wake()
 
     threads = [
         threading.Thread(
@@ -53,7 +53,7 @@ def gather(x: Surface, fns: list[Callable[[], Any]]) -> list[Any]:
         for i, fn in enumerate(fns)
     ]
     # The branches run workflow code from now; this thread only waits for them.
-    x.gate.change(len(threads) - 1)
+    x.stops.gate.change(len(threads) - 1)
     for thread in threads:
         thread.start()
     remaining = len(threads)
@@ -61,23 +61,23 @@ def gather(x: Surface, fns: list[Callable[[], Any]]) -> list[Any]:
         if finished.acquire(blocking=False):
             remaining -= 1
             continue
-        x.calls.serve(0.05)
-    x.gate.change(1)
+        x.lease.calls.serve(0.05)
+    x.stops.gate.change(1)
     raised = [error for error in outcomes if error is not None]
     order: tuple[type[BaseException], ...] = (LeaseLost, StoreFailed, HandBack)
     for kind in order:
         for error in raised:
             if isinstance(error, kind):
-                raise x.noted(error)
-    if x.escaped is not None:  # a step's KeyboardInterrupt: it stops the execution
-        raise x.escaped
-    if x.definition_error is not None:
-        raise x.definition_error
+                raise x.guards.noted(error)
+    if x.stops.escaped is not None:  # a step's KeyboardInterrupt: it stops the execution
+        raise x.stops.escaped
+    if x.guards.definition_error is not None:
+        raise x.guards.definition_error
     order = (Cancel, RunTimeout, JournalFull, Exception, SystemExit, Suspend)
     for kind in order:
         for error in raised:
             if isinstance(error, kind):
-                raise x.noted(error)
+                raise x.guards.noted(error)
     if raised:
-        raise x.noted(raised[0])
+        raise x.guards.noted(raised[0])
     return results

@@ -1,6 +1,7 @@
-"""The base of an execution: its instance, the lock and per-thread state its threads share, and
-the rules every ctx call keeps (not inside a step, not from a thread the workflow started, the
-first definition error wins, an engine interrupt cannot be swallowed)."""
+"""An execution's guards (`x.guards`): its instance, the lock and per-thread state its threads
+and parts share, its events, and the rules every ctx call keeps (not inside a step, not from a
+thread the workflow started, the first definition error wins, an engine interrupt cannot be
+swallowed)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from ..models import WorkflowInstance
 
 
 class Guards:
-    """What every part of an execution shares (see runtime.Runtime, execution.Execution)."""
+    """What every part of an execution shares (replay.Replay, stops.Stops, runtime.Lease):
+    one per execution.Execution, its first part."""
 
     def __init__(self, instance: WorkflowInstance, definition: Workflow, *, using: str):
         self.instance = instance

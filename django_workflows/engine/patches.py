@@ -45,7 +45,7 @@ def patched(x: Surface, patch_id: Any) -> bool:
     recorded by the code before the patch, already goes past it (that answer is journaled too).
     TypeError or ValueError for a bad patch id, WorkflowDefinitionError inside a step's function."""
     patch_id = check_patch_id(patch_id, "ctx.patched()")
-    x.guard_step(f'ctx.patched("{patch_id}")')
+    x.guards.guard_step(f'ctx.patched("{patch_id}")')
     return _answer(x, patch_id, deprecated=False)
 
 
@@ -56,10 +56,10 @@ def deprecate_patch(x: Surface, patch_id: Any) -> None:
     WorkflowNonDeterminismError naming the patch. TypeError or ValueError for a bad patch id,
     WorkflowDefinitionError inside a step's function."""
     patch_id = check_patch_id(patch_id, "ctx.deprecate_patch()")
-    x.guard_step(f'ctx.deprecate_patch("{patch_id}")')
+    x.guards.guard_step(f'ctx.deprecate_patch("{patch_id}")')
     if _answer(x, patch_id, deprecated=True):
         return
-    raise x.define_error(
+    raise x.guards.define_error(
         errors.WorkflowNonDeterminismError(
             f'Instance "{x.instance.id}" of workflow "{x.instance.workflow}@{x.instance.version}" '
             f'does not match its journal: it passed ctx.deprecate_patch("{patch_id}") without '
@@ -75,10 +75,10 @@ def _answer(x: Surface, patch_id: str, *, deprecated: bool) -> bool:
     with an id decides for every later one with that id, in this run and its replays."""
     name = journal.PATCH_PREFIX + patch_id
     with x.lock:  # decided and recorded at once: two gather branches get one answer
-        entry = x.journal.get(name)
+        entry = x.journal.entries.get(name)
         if entry is not None:
             if entry.get("kind") != journal.PATCH:
-                raise x.define_error(
+                raise x.guards.define_error(
                     errors.WorkflowNonDeterminismError(
                         f'Instance "{x.instance.id}" of workflow "{x.instance.workflow}@'
                         f'{x.instance.version}" does not match its journal: "{name}" was recorded '
@@ -87,7 +87,7 @@ def _answer(x: Surface, patch_id: str, *, deprecated: bool) -> bool:
                 )
             return bool(entry.get("result"))
         taken = not _passed(x)
-        if x.replay_only:
+        if x.journal.replay_only:
             # A replay that writes nothing (the undo's, a dry run): the journal ends here when
             # the run has not passed this point; when it has, the answer is False.
             if taken:
@@ -95,7 +95,7 @@ def _answer(x: Surface, patch_id: str, *, deprecated: bool) -> bool:
             return False
         # Journaled either way: False too, so that a second call with this id, further on and
         # at the journal's end, keeps the old branch, and so that the timeline shows it.
-        x.record(
+        x.journal.record(
             name,
             None,  # no position: the entries after it keep theirs
             kind=journal.PATCH,
@@ -103,9 +103,9 @@ def _answer(x: Surface, patch_id: str, *, deprecated: bool) -> bool:
             patch=patch_id,
             result=taken,
             deprecated=deprecated,
-            finished_at=journal.timestamp(x.now()),
+            finished_at=journal.timestamp(x.guards.now()),
         )
-    x.emit("patch-marked", patch=patch_id, taken=taken, deprecated=deprecated)
+    x.guards.emit("patch-marked", patch=patch_id, taken=taken, deprecated=deprecated)
     return taken
 
 
@@ -114,11 +114,11 @@ def _passed(x: Surface) -> bool:
     code has not reached (the caller holds the lock). Entries of the other branches of a gather
     don't count, nor do the engine's own entries and other patches' markers, which the code
     before the patch never reached in order either."""
-    path = x.path()
-    here = (*path, x.counters.get(path, 0))  # the next call's position, not taken
+    path = x.journal.path()
+    here = (*path, x.journal.counters.get(path, 0))  # the next call's position, not taken
     return any(
-        name not in x.reached
+        name not in x.journal.reached
         and doc.get("kind") not in journal.ENGINE_KINDS
         and not sibling(doc.get("pos"), here)
-        for name, doc in x.journal.items()
+        for name, doc in x.journal.entries.items()
     )

@@ -1,4 +1,4 @@
-"""The journal as one execution holds it: each ctx call's position, the entry it replays, the
+"""An execution's journal (`x.journal`): each ctx call's position, the entry it replays, the
 check that the code still matches the journal, and the entries buffered for the next write."""
 
 from __future__ import annotations
@@ -7,9 +7,8 @@ from typing import Any
 
 from .. import errors
 from ..conf import get_settings
-from ..definitions import Workflow
 from ..jsonvalues import check_text, size
-from ..models import JOURNAL_NAME_LENGTH, WorkflowInstance
+from ..models import JOURNAL_NAME_LENGTH
 from . import journal
 from .guards import Guards
 from .interrupts import JournalFull
@@ -26,36 +25,33 @@ def sibling(recorded: list[int] | None, position: tuple[int, ...]) -> bool:
     return False
 
 
-class Replay(Guards):
+class Replay:
     """The journal of one execution: read at the claim, replayed by ctx calls, added to."""
 
-    def __init__(
-        self,
-        instance: WorkflowInstance,
-        definition: Workflow,
-        *,
-        using: str,
-        journal_entries: list[tuple[str, dict[str, Any]]],
-    ):
-        super().__init__(instance, definition, using=using)
-        self.journal: dict[str, dict[str, Any]] = dict(journal_entries)
+    def __init__(self, guards: Guards, journal_entries: list[tuple[str, dict[str, Any]]]):
+        self.guards = guards
+        self.instance = guards.instance
+        self.lock = guards.lock
+        self.local = guards.local
+        # The entries by name, in first-write order.
+        self.entries: dict[str, dict[str, Any]] = dict(journal_entries)
         self.pending: dict[str, dict[str, Any]] = {}
         self.reached: set[str] = set()
         self.consumed: set[int] = {
             doc["result"]["signal_id"]
-            for doc in self.journal.values()
+            for doc in self.entries.values()
             if doc.get("kind") in ("wait", "child")
             and isinstance(doc.get("result"), dict)
             and doc["result"].get("signal_id") is not None
         }
         # Taken by the runs before a ctx.continue_as_new() (continuation.py).
-        self.consumed.update(self.journal.get(journal.CONTINUED, {}).get("consumed", ()))
+        self.consumed.update(self.entries.get(journal.CONTINUED, {}).get("consumed", ()))
         self.replay_only = False
         # Each entry's size as JSON, measured only when the journal's limits are checked (before
         # a new entry): a step's running entry, replaced by its end before the next check, is
         # never measured. `_unsized`: the entries changed since.
         self._sizes: dict[str, int] = {}
-        self._unsized: set[str] = set(self.journal)
+        self._unsized: set[str] = set(self.entries)
         self._journal_bytes = 0
         self.warn_journal = False
         self.counters: dict[tuple[int, ...], int] = {}
@@ -79,7 +75,7 @@ class Replay(Guards):
 
     def enter(self, name: str, kind: str) -> tuple[tuple[int, ...], dict[str, Any] | None]:
         """Reach the operation `name`: its position, and its journal entry if it has one."""
-        self.guard_step(f'ctx ({kind} "{name}")')
+        self.guards.guard_step(f'ctx ({kind} "{name}")')
         if len(name) > JOURNAL_NAME_LENGTH:
             raise ValueError(
                 f'The {kind} name "{name[:40]}..." is {len(name)} characters long; the most it '
@@ -88,7 +84,7 @@ class Replay(Guards):
         check_text(f"The {kind} name {name[:40]!r}", name)
         with self.lock:
             if name in self.reached:
-                raise self.define_error(
+                raise self.guards.define_error(
                     errors.WorkflowDefinitionError(
                         f'The name "{name}" is used twice in one run of workflow '
                         f'"{self.instance.workflow}@{self.instance.version}" (instance '
@@ -98,9 +94,9 @@ class Replay(Guards):
                 )
             self.reached.add(name)
             position = self.next_position()
-            entry = self.journal.get(name)
+            entry = self.entries.get(name)
         if entry is not None and entry.get("kind") != kind:
-            raise self.define_error(
+            raise self.guards.define_error(
                 errors.WorkflowNonDeterminismError(
                     f'Instance "{self.instance.id}" of workflow "{self.instance.workflow}@'
                     f'{self.instance.version}" does not match its journal: "{name}" was recorded as a '
@@ -114,14 +110,14 @@ class Replay(Guards):
         with self.lock:
             unreached = [
                 recorded
-                for recorded, doc in self.journal.items()
+                for recorded, doc in self.entries.items()
                 if recorded not in self.reached
                 and doc.get("kind") not in journal.ENGINE_KINDS
                 and not sibling(doc.get("pos"), position)
             ]
         if unreached:
             names = ", ".join(f'"{n}"' for n in unreached)
-            raise self.define_error(
+            raise self.guards.define_error(
                 errors.WorkflowNonDeterminismError(
                     f'Instance "{self.instance.id}" of workflow "{self.instance.workflow}@'
                     f'{self.instance.version}" does not match its journal: {names} '
@@ -137,7 +133,7 @@ class Replay(Guards):
         if position is not None:
             doc["pos"] = list(position)
         with self.lock:
-            if name not in self.journal:
+            if name not in self.entries:
                 self.check_journal_limits(doc.get("kind"))
             self.keep(name, doc)
             self.pending[name] = doc
@@ -146,14 +142,14 @@ class Replay(Guards):
     def keep(self, name: str, doc: dict[str, Any]) -> None:
         """Hold `doc` as the entry `name` (the caller holds the lock); journal_bytes() counts
         its bytes."""
-        self.journal[name] = doc
+        self.entries[name] = doc
         self._unsized.add(name)
 
     def journal_bytes(self) -> int:
         """The journal's size as JSON: its entries' bytes of UTF-8."""
         with self.lock:
             for name in self._unsized:
-                new = size(self.journal[name])
+                new = size(self.entries[name])
                 self._journal_bytes += new - self._sizes.get(name, 0)
                 self._sizes[name] = new
             self._unsized.clear()
@@ -163,12 +159,12 @@ class Replay(Guards):
         """Raise JournalFull before a new entry past JOURNAL's limits (a compensation's entry
         is never refused), and send `journal-large` once past its warning marks."""
         limits = get_settings().journal
-        entries, used = len(self.journal), self.journal_bytes()
+        entries, used = len(self.entries), self.journal_bytes()
         if kind != "compensation" and (entries >= limits.max_entries or used >= limits.max_bytes):
-            raise self.interrupted(JournalFull())
+            raise self.guards.interrupted(JournalFull())
         if not self.instance.journal_warned and (
             entries + 1 >= limits.warn_entries or used >= limits.warn_bytes
         ):
             self.instance.journal_warned = True
             self.warn_journal = True
-            self.emit("journal-large", entries=entries + 1, bytes=used)
+            self.guards.emit("journal-large", entries=entries + 1, bytes=used)

@@ -1,5 +1,5 @@
-"""An execution's lease and its writes: the fenced, buffered write, the store calls made on
-the execution's own thread, and the signals it read.
+"""An execution's lease (`x.lease`) and its writes: the fenced, buffered write, the store calls
+made on the execution's own thread, and the signals it read.
 
 The execution holds the lease; every write goes through `write()`, fenced by the lease token.
 Writes are buffered: a step's result and the next step's start share one transaction.
@@ -10,53 +10,53 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.db import connections
 
 from .. import clock
-from ..definitions import Workflow
 from ..errors import WorkflowPayloadError
-from ..models import WorkflowInstance
 from ..store import instances as store
 from ..store.signals import recorded_before, signals_for
 from ..store.values import to_json
 from .faults import call_store
+from .guards import Guards
 from .interrupts import LeaseLost, Unreadable
-from .registry import registry
-from .status import UNSET
+from .replay import Replay
 from .stops import Stops
 from .threads import OwnerCalls
 
-if TYPE_CHECKING:
-    from .surface import Compensation
+UNSET: Any = object()
+"""Lease.desired_status until ctx.set_status() is called (status.py)."""
 
 
-class Runtime(Stops):
-    """The state of one execution and the operations behind `ctx` (see execution.Execution):
-    its journal (replay.Replay), when it stops (stops.Stops), its lease and writes (here)."""
+class Lease:
+    """The lease of one execution (execution.Execution), its writes of the journal's buffered
+    entries (replay.Replay) and its other store calls, which stop it (stops.Stops) when the
+    lease is lost or the database keeps failing."""
 
     def __init__(
         self,
-        instance: WorkflowInstance,
-        definition: Workflow,
+        guards: Guards,
+        replay: Replay,
+        stops: Stops,
         *,
-        using: str,
         token: str,
         last_signal_id: int,
         lease_duration: timedelta,
-        journal_entries: list[tuple[str, dict[str, Any]]] | None = None,
     ):
-        if journal_entries is None:  # a first execution has none; a claim reads the others'
-            journal_entries = [] if instance.runs <= 1 else store.load_journal(using, instance.id)
-        super().__init__(instance, definition, using=using, journal_entries=journal_entries)
+        self.guards = guards
+        self.journal = replay
+        self.stops = stops
+        self.instance = instance = guards.instance
+        self.using = guards.using
+        self.lock = guards.lock
         self.token = token
         self.last_signal_id = last_signal_id
         self.lease_duration = lease_duration
-        self.compensations: list[Compensation] = []  # see compensations.py
         self.custom_status = instance.custom_status  # as written; status.py sets the desired one
         self.desired_status: Any = UNSET
-        self.calls = OwnerCalls(self.owner)
+        self.calls = OwnerCalls(guards.owner)
         self._signals: dict[tuple[str, str | None], list[Any]] = {}
         self._lease_extended: datetime | None = clock.now()  # the claim just set the lease
         # When the lease runs out, as far as this process knows (time.monotonic()): the claim,
@@ -75,11 +75,6 @@ class Runtime(Stops):
             self.lease_deadline, started + self.lease_duration.total_seconds()
         )
 
-    def resolve(self, workflow: Any, version: int | None) -> Workflow:
-        """The registered definition of `workflow` (a name or a Workflow) at `version`, else
-        its highest (registry.resolve): the one a child or a continue-as-new runs."""
-        return registry.resolve(workflow, version)
-
     def store_call(self, fn: Callable[[], Any], what: str) -> Any:
         """A store call on the execution's thread, run again after a database fault
         (faults.call_store): never the workflow's error."""
@@ -93,9 +88,9 @@ class Runtime(Stops):
     def checkpoint(self, entry_name: str, progress: Any) -> None:
         """A step's heartbeat: its entry's `progress`, written now."""
         with self.lock:
-            doc = {**self.journal[entry_name], "progress": progress}
-            self.journal[entry_name] = doc
-            self.pending[entry_name] = doc
+            doc = {**self.journal.entries[entry_name], "progress": progress}
+            self.journal.entries[entry_name] = doc
+            self.journal.pending[entry_name] = doc
         self.write()
 
     def write(
@@ -136,16 +131,17 @@ class Runtime(Stops):
         attributes: dict[str, Any] | None = None,
     ) -> store.LeaseFlags:
         with self.lock:
-            entries, self.pending = self.pending, {}
+            replay = self.journal
+            entries, replay.pending = replay.pending, {}
             status_changed = (
                 self.desired_status is not UNSET and self.desired_status != self.custom_status
             )
             if status_changed:
                 changes["custom_status"] = self.desired_status
-            if self.warn_journal:
+            if replay.warn_journal:
                 changes["journal_warned"] = True
-                self.warn_journal = False
-        now = self.now()
+                replay.warn_journal = False
+        now = self.guards.now()
         # Extend the lease with the write only once a third of it has passed: a worker's
         # renewer keeps it alive anyway, and most writes then touch the journal alone.
         extend = (
@@ -171,7 +167,7 @@ class Runtime(Stops):
         ride = (
             self.ride
             if release is not None
-            and self.stop_reason is None
+            and self.stops.stop_reason is None
             and not connections[self.using].in_atomic_block
             else None
         )
@@ -184,14 +180,14 @@ class Runtime(Stops):
         if flags is not None and extend:
             self.lease_renewed(started)
         if flags is None:
-            self.stop_reason = "lease-lost"
+            self.stops.stop_reason = "lease-lost"
             raise LeaseLost()
         if ride is not None:
             self.ride, self.rode = None, flags.rode
-        self.flags = flags
+        self.stops.flags = flags
         if status_changed:
             self.custom_status = changes["custom_status"]
-            self.emit("custom-status", status=self.custom_status)
+            self.guards.emit("custom-status", status=self.custom_status)
         return flags
 
     def signals(self, name: str, key: str | None) -> list[Any]:

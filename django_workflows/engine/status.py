@@ -1,5 +1,5 @@
 """The custom status (ctx.set_status()): checked when set, written with the next write
-(Runtime.write() adds it to the write when it differs from the one written)."""
+(x.lease.write() adds it to the write when it differs from the one written)."""
 
 from __future__ import annotations
 
@@ -11,16 +11,14 @@ if TYPE_CHECKING:
     from .surface import Surface
 
 CUSTOM_STATUS_LIMIT = 16 * 1024
-UNSET: Any = object()
-"""Runtime.desired_status until ctx.set_status() is called."""
 
 
 def set_status(x: Surface, value: Any) -> None:
     """Set the custom status of `x`'s instance to `value` (JSON, at most 16 KiB); raises
     TypeError for a value that is not JSON or is larger."""
-    value = x.to_json(value, "The custom status")
+    value = x.lease.to_json(value, "The custom status")
     if size(value) > CUSTOM_STATUS_LIMIT:
         raise TypeError("The custom status takes more than 16 KiB as JSON.")
-    x.guard_step("ctx.set_status()")
+    x.guards.guard_step("ctx.set_status()")
     with x.lock:
-        x.desired_status = value
+        x.lease.desired_status = value

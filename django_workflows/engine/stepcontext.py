@@ -41,7 +41,7 @@ class StepContext:
         self._entry_name = entry_name
         # A fork's steps keep the original's keys: a re-run step repeats no effect its
         # original did (a charge) where the other side honours the key.
-        forked = execution.journal.get(FORK_ENTRY)
+        forked = execution.journal.entries.get(FORK_ENTRY)
         key = execution.instance.id if forked is None else forked["key"]
         # A run after ctx.continue_as_new() has keys of its own: next month's "ship" step is
         # not last month's, which the carrier has seen under the same name.
@@ -66,7 +66,7 @@ class StepContext:
                 "step": name,
                 "attempt": attempt,
             },
-            execution.now,
+            execution.guards.now,
         )
 
     def start_id(self, workflow: str) -> str:
@@ -125,9 +125,9 @@ class StepContext:
             # progress the step had before this one.
             self.progress = atomic_steps.to_json(self._execution, progress, what)
             return
-        progress = self._execution.to_json(progress, what)
+        progress = self._execution.lease.to_json(progress, what)
         self.progress = progress
-        self._execution.checkpoint(self._entry_name, progress)
+        self._execution.lease.checkpoint(self._entry_name, progress)
 
 
 def _digest(*parts: Any) -> str:

@@ -41,7 +41,7 @@ def check_arguments(x: Any, fn: Callable[..., Any], count: int, what: str, like:
     else:
         problem = _binds(fn, count)
     if problem is not None:
-        raise x.define_error(
+        raise x.guards.define_error(
             errors.WorkflowDefinitionError(
                 f"{what} must take {count} argument{'s' if count > 1 else ''} ({like}): "
                 f"{getattr(fn, '__qualname__', fn)!r} cannot ({problem})."
@@ -117,24 +117,24 @@ def step(
         else parse_duration(heartbeat_timeout, f'Step "{name}" heartbeat_timeout')
     )
     atomic = atomic_steps.check(x, name, fn, atomic, timeout, heartbeat_timeout)
-    position, entry = x.enter(name, "step")
+    position, entry = x.journal.enter(name, "step")
     if entry is not None and entry["status"] == journal.COMPLETED:
         register(x, position, name, compensate, compensate_retry, entry["result"])
         return copy.deepcopy(entry["result"])
     if entry is not None and entry["status"] == journal.FAILED:
         raise journal.step_failed_from(name, entry)
-    x.check_interrupts(name, entry)
+    x.stops.check_interrupts(name, entry)
     if entry is None:
-        x.check_replay(name, position)
+        x.journal.check_replay(name, position)
     policy = default_retry().merged(retry, f'Step "{name}" retry')
     while True:
         if entry is not None and entry["status"] == journal.PENDING:
             retry_at = journal.parse_timestamp(entry.get("retry_at"))
-            if retry_at is not None and retry_at > x.now():
-                x.suspend(wake_at=retry_at)
+            if retry_at is not None and retry_at > x.guards.now():
+                x.stops.suspend(wake_at=retry_at)
         # A gather branch that parks the instance: new steps in the others wait for it.
-        if x.gate.enter_step():
-            raise x.interrupted(Suspend())
+        if x.stops.gate.enter_step():
+            raise x.guards.interrupted(Suspend())
         try:
             attempt = (entry.get("attempt") or 0) + 1 if entry is not None else first_attempt
             progress = entry.get("progress") if entry is not None else None
@@ -146,18 +146,18 @@ def step(
                 lost = errors.WorkflowError(
                     f"attempt {attempt - 1} stopped with the worker that ran it"
                 )
-                x.record(
+                x.journal.record(
                     name,
                     position,
                     **{
                         **entry,
                         "status": journal.FAILED,
                         "error": journal.serialize_error(lost),
-                        "finished_at": journal.timestamp(x.now()),
+                        "finished_at": journal.timestamp(x.guards.now()),
                     },
                 )
                 raise journal.step_failed(name, attempt - 1, lost)
-            started = x.now()
+            started = x.guards.now()
             running = {
                 "kind": "step",
                 "status": journal.RUNNING,
@@ -168,15 +168,15 @@ def step(
                 **carried(entry),  # the lines of the attempts before
             }
             if entry is None:
-                x.check_journal_limits("step")
+                x.journal.check_journal_limits("step")
             # The attempt's start, with everything buffered before it. The write reads the
             # instance's flags under its row lock and writes the start only if no cancel came
             # since the last write: such a cancel stops the step before it runs.
-            flags = x.write(guarded={name: running})
+            flags = x.lease.write(guarded={name: running})
             if flags.cancel_requested or flags.terminate_requested:
-                x.check_interrupts(name, entry)
+                x.stops.check_interrupts(name, entry)
             with x.lock:
-                x.keep(name, running)
+                x.journal.keep(name, running)
             step = StepContext(x, name, name, attempt, progress, atomic=atomic, key=key)
             try:
                 with atomic_steps.attempt(x, atomic):
@@ -191,9 +191,9 @@ def step(
                     if atomic:
                         result = atomic_steps.to_json(x, result, what)
                     else:
-                        result = x.to_json(result, what)
-                    finished = x.now()
-                    x.record(
+                        result = x.lease.to_json(result, what)
+                    finished = x.guards.now()
+                    x.journal.record(
                         name,
                         position,
                         **{
@@ -213,12 +213,12 @@ def step(
                         atomic_steps.forget_attempt(x, name, position, entry, running)
                     raise
                 if not isinstance(error, Exception | SystemExit):  # KeyboardInterrupt...
-                    raise x.escape(error)
-                if x.definition_error is not None:
-                    raise x.definition_error
-                if x.stop_reason is not None:
-                    raise x.stop_interrupt()
-                now = x.now()
+                    raise x.stops.escape(error)
+                if x.guards.definition_error is not None:
+                    raise x.guards.definition_error
+                if x.stops.stop_reason is not None:
+                    raise x.stops.stop_interrupt()
+                now = x.guards.now()
                 failed = {
                     **running,
                     "error": attempt_error(error),
@@ -236,7 +236,7 @@ def step(
                 if entry is None:
                     raise journal.step_failed(name, attempt, error, failed["error"]["traceback"])
                 continue
-            x.emit(
+            x.guards.emit(
                 "step-completed",
                 step=name,
                 attempt=attempt,
@@ -245,4 +245,4 @@ def step(
             register(x, position, name, compensate, compensate_retry, result)
             return copy.deepcopy(result)
         finally:
-            x.gate.leave_step()
+            x.stops.gate.leave_step()

@@ -1,38 +1,37 @@
-"""When a ctx call stops the workflow's code: a cancel or terminate, the run timeout, a
-shutdown, a lost lease or a failing store (stop_reason), ctx.fail(), and the instance parking
-(Suspend) until a timer or a signal."""
+"""An execution's stops (`x.stops`): when a ctx call stops the workflow's code: a cancel or
+terminate, the run timeout, a shutdown, a lost lease or a failing store (stop_reason),
+ctx.fail(), and the instance parking (Suspend) until a timer or a signal."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from .. import errors
-from ..definitions import Workflow
-from ..models import WorkflowInstance
 from ..store import instances as store
 from . import journal
+from .guards import Guards
 from .interrupts import Cancel, HandBack, LeaseLost, ReplayEnd, RunTimeout, StoreFailed, Suspend
 from .replay import Replay
 from .threads import StartGate, Suspension
 
-if TYPE_CHECKING:
-    from .surface import RunningStep
+
+class RunningStep(Protocol):
+    """A step attempt that runs now (stepcontext.StepContext): told of a cancel."""
+
+    cancelled: threading.Event
 
 
-class Stops(Replay):
+class Stops:
     """The cancel flags, the stop reason and the suspension of one execution."""
 
-    def __init__(
-        self,
-        instance: WorkflowInstance,
-        definition: Workflow,
-        *,
-        using: str,
-        journal_entries: list[tuple[str, dict[str, Any]]],
-    ):
-        super().__init__(instance, definition, using=using, journal_entries=journal_entries)
+    def __init__(self, guards: Guards, replay: Replay):
+        self.guards = guards
+        self.journal = replay
+        self.instance = instance = guards.instance
+        self.lock = guards.lock
         self.flags = store.LeaseFlags(
             instance.cancel_requested, instance.terminate_requested, instance.cancel_reason
         )
@@ -52,24 +51,24 @@ class Stops(Replay):
 
     def check_interrupts(self, name: str | None, entry: dict[str, Any] | None) -> None:
         """Before an operation that is not a replay: stop for a cancel, a timeout, a shutdown."""
-        if self.replay_only:
+        if self.journal.replay_only:
             raise ReplayEnd()
-        if self.definition_error is not None:
-            raise self.definition_error
-        swallowed = self.swallowed()
+        if self.guards.definition_error is not None:
+            raise self.guards.definition_error
+        swallowed = self.guards.swallowed()
         if swallowed is not None:
             raise swallowed
         if self.stop_reason in ("lease-lost", "store-failed"):
-            raise self.interrupted(self.stop_interrupt())
+            raise self.guards.interrupted(self.stop_interrupt())
         flags = self.flags
         deadline = self.instance.deadline
         stop: BaseException | None = None
         if flags.terminate_requested or flags.cancel_requested:
             stop = Cancel(flags.terminate_requested)
-        elif deadline is not None and self.now() >= deadline:
+        elif deadline is not None and self.guards.now() >= deadline:
             stop = RunTimeout()
         elif self.stop_reason in ("shutdown", "hand-back"):
-            raise self.interrupted(HandBack())
+            raise self.guards.interrupted(HandBack())
         if stop is None:
             return
         if (
@@ -77,16 +76,16 @@ class Stops(Replay):
             and entry is not None
             and entry["status"] in (journal.PENDING, journal.RUNNING)
         ):
-            self.record(
+            self.journal.record(
                 name,
                 None,
                 **{
                     **entry,
                     "status": journal.CANCELLED,
-                    "finished_at": journal.timestamp(self.now()),
+                    "finished_at": journal.timestamp(self.guards.now()),
                 },
             )
-        raise self.interrupted(stop)
+        raise self.guards.interrupted(stop)
 
     def escape(self, error: BaseException) -> BaseException:
         """A step's function raised `error`, a BaseException that stops the process (a
@@ -95,7 +94,7 @@ class Stops(Replay):
         handed back due at once, and its worker raises `error` again (Worker._run)."""
         self.escaped = self.escaped or error
         self.stop_reason = self.stop_reason or "shutdown"
-        return self.interrupted(error)
+        return self.guards.interrupted(error)
 
     def escaping(self, error: BaseException | None) -> None:
         """The execution stops for `error`, a KeyboardInterrupt: tell the worker (on_escape)
@@ -106,7 +105,7 @@ class Stops(Replay):
 
     def fail(self, message: str) -> None:
         """ctx.fail(): raise WorkflowFailedError (its compensations run), or the interrupt due."""
-        self.guard_step("ctx.fail()")  # in a step: raise NonRetryableStepError instead
+        self.guards.guard_step("ctx.fail()")  # in a step: raise NonRetryableStepError instead
         self.check_interrupts(None, None)
         raise errors.WorkflowFailedError(str(message), instance_id=self.instance.id)
 
@@ -142,4 +141,4 @@ class Stops(Replay):
             ):
                 self.suspension.wake_at = wake_at
             self.suspension.waits.extend(waits or [])
-        raise self.interrupted(Suspend())
+        raise self.guards.interrupted(Suspend())

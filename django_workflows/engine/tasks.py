@@ -91,7 +91,7 @@ def task(
             report = outcome.value if outcome.key == "done" else None
             if isinstance(report, dict) and report.get("outcome") == "completed":
                 if not replayed:
-                    x.emit("task-completed", task=name, attempt=attempt)
+                    x.guards.emit("task-completed", task=name, attempt=attempt)
                 return copy.deepcopy(report.get("result"))
             if report is None:
                 error = errors.StepTimeoutError(
@@ -123,7 +123,7 @@ def task(
             raise journal.step_failed(name, counted, error)
         delay = policy.wait_before(counted, error)  # journaled by the backoff's sleep
         if not replayed:
-            _failed_event(x, name, attempt, error, x.now() + delay)
+            _failed_event(x, name, attempt, error, x.guards.now() + delay)
         sleep(x, f"{entry}:retry", TimerCondition(delay, None))
         attempt += 1
 
@@ -158,7 +158,7 @@ def _dispatch(
     step.attempt is the task's attempt and whose idempotency key is the task's; None once it
     ran, the failure when it raised."""
     with x.lock:
-        recorded = x.journal.get(f"{entry}:dispatch")
+        recorded = x.journal.entries.get(f"{entry}:dispatch")
     replayed = recorded is not None and recorded.get("status") == journal.FAILED
     try:
         step(
@@ -189,16 +189,16 @@ def _dispatch(
 def _given_back(x: Surface, name: str) -> bool:
     """Whether retry() gave the task its attempts back after the failed entry `name`."""
     with x.lock:
-        return bool(x.journal.get(name, {}).get(GIVEN_BACK))
+        return bool(x.journal.entries.get(name, {}).get(GIVEN_BACK))
 
 
 def _reached(x: Surface, name: str) -> bool:
     with x.lock:
-        return name in x.journal
+        return name in x.journal.entries
 
 
 def _failed_event(x: Surface, name: str, attempt: int, error: BaseException, retry_at: Any) -> None:
-    x.emit(
+    x.guards.emit(
         "step-failed",
         step=name,
         attempt=attempt,

@@ -42,9 +42,9 @@ def _wait_name(x: Surface, name: str) -> str:
     The digits and dots after the last "#" never hold a "#", so no two update names share one.
     """
     with x.lock:
-        path = x.path()
+        path = x.journal.path()
         prefix = f"{UPDATE_PREFIX}{name}#" + "".join(f"{step}." for step in path)
         number = 1
-        while f"{prefix}{number}" in x.reached:
+        while f"{prefix}{number}" in x.journal.reached:
             number += 1
         return f"{prefix}{number}"

@@ -23,31 +23,31 @@ if TYPE_CHECKING:
 
 def value(x: Surface, kind: str, make: Callable[[], Any]) -> Any:
     """A journaled value of `kind`, `$<kind>:<position>`: `make()` once, its entry after."""
-    x.guard_step(f"ctx.{kind}()")
-    position = x.next_position()
+    x.guards.guard_step(f"ctx.{kind}()")
+    position = x.journal.next_position()
     name = f"${kind}:{'.'.join(map(str, position))}"
     with x.lock:
-        x.reached.add(name)
-        entry = x.journal.get(name)
+        x.journal.reached.add(name)
+        entry = x.journal.entries.get(name)
     if entry is not None:
         return entry["result"]
-    if x.replay_only:
+    if x.journal.replay_only:
         raise ReplayEnd()
     result = make()
-    x.record(
+    x.journal.record(
         name,
         position,
         kind="value",
         status=journal.COMPLETED,
         result=result,
-        finished_at=journal.timestamp(x.now()),
+        finished_at=journal.timestamp(x.guards.now()),
     )
     return result
 
 
 def now(x: Surface) -> datetime:
     """The engine clock's time, journaled."""
-    return datetime.fromisoformat(value(x, "now", lambda: journal.timestamp(x.now())))
+    return datetime.fromisoformat(value(x, "now", lambda: journal.timestamp(x.guards.now())))
 
 
 def random(x: Surface) -> float:
@@ -78,18 +78,18 @@ def set_value(x: Surface, name: str, value: Any) -> None:
             f"be is {JOURNAL_NAME_LENGTH}."
         )
     check_text(f"The value name {name[:40]!r}", name)
-    x.guard_step("ctx.set_value()")
-    value = x.to_json(value, f'The value "{name}"')
+    x.guards.guard_step("ctx.set_value()")
+    value = x.lease.to_json(value, f'The value "{name}"')
     if size(value) > VALUE_LIMIT:
         raise TypeError(f'The value "{name}" takes more than 64 KiB as JSON.')
-    position = x.next_position()
+    position = x.journal.next_position()
     entry_name = f"{PREFIX}{'.'.join(map(str, position))}"
     with x.lock:
-        x.reached.add(entry_name)
-        entry = x.journal.get(entry_name)
+        x.journal.reached.add(entry_name)
+        entry = x.journal.entries.get(entry_name)
     if entry is not None:
         if entry.get("name") != name:
-            raise x.define_error(
+            raise x.guards.define_error(
                 errors.WorkflowNonDeterminismError(
                     f'Instance "{x.instance.id}" of workflow "{x.instance.workflow}@'
                     f'{x.instance.version}" does not match its journal: the value set here was '
@@ -97,21 +97,21 @@ def set_value(x: Surface, name: str, value: Any) -> None:
                 )
             )
         return
-    if x.replay_only:
+    if x.journal.replay_only:
         raise ReplayEnd()
-    x.record(
+    x.journal.record(
         entry_name,
         position,
         kind="value",
         status=journal.COMPLETED,
         name=name,
         result=value,
-        finished_at=journal.timestamp(x.now()),
+        finished_at=journal.timestamp(x.guards.now()),
     )
     # Written now, not with the next write as other entries are: a value exists to be read
     # while the workflow goes on, and the next write may be a long step or a sleep away.
     # The write also carries what was buffered before it (a step's result), so a reader never
     # sees a value ahead of the journal that led to it.
-    x.write(announce=True)
+    x.lease.write(announce=True)
     wakeups.value_published(x.instance.id)
-    x.emit("value-set", name=name, value=value)
+    x.guards.emit("value-set", name=name, value=value)

@@ -96,31 +96,35 @@ def _deadline(timer: TimerCondition, now: datetime) -> datetime:
 
 def sleep(x: Surface, name: str, timer: TimerCondition) -> None:
     """The sleep `name`: done once its timer fired, else Suspend until it does."""
-    position, entry = x.enter(name, "sleep")
+    position, entry = x.journal.enter(name, "sleep")
     if entry is not None and entry["status"] == journal.COMPLETED:
         return None
-    x.check_interrupts(name, entry)
+    x.stops.check_interrupts(name, entry)
     if entry is None:
-        wake_at = _deadline(timer, x.now())
-        entry = x.record(
+        wake_at = _deadline(timer, x.guards.now())
+        entry = x.journal.record(
             name,
             position,
             kind="sleep",
             status=journal.PENDING,
-            started_at=journal.timestamp(x.now()),
+            started_at=journal.timestamp(x.guards.now()),
             wake_at=journal.timestamp(wake_at),
         )
     due = journal.parse_timestamp(entry["wake_at"])
     assert due is not None
-    if x.now() >= due:
-        x.record(
+    if x.guards.now() >= due:
+        x.journal.record(
             name,
             position,
-            **{**entry, "status": journal.COMPLETED, "finished_at": journal.timestamp(x.now())},
+            **{
+                **entry,
+                "status": journal.COMPLETED,
+                "finished_at": journal.timestamp(x.guards.now()),
+            },
         )
-        x.emit("sleep-completed", sleep=name, since=_since(entry), wake_at=due)
+        x.guards.emit("sleep-completed", sleep=name, since=_since(entry), wake_at=due)
         return None
-    x.suspend(wake_at=due)
+    x.stops.suspend(wake_at=due)
 
 
 def _since(entry: dict[str, Any]) -> datetime | None:
@@ -153,11 +157,11 @@ def wait_for_any(x: Surface, name: str, conditions: dict[str, Any]) -> WaitOutco
 def wait(x: Surface, name: str, conditions: dict[str, Any], *, kind: str = "wait") -> WaitOutcome:
     """Wait `name` for whichever of `conditions` comes first, decided once and journaled:
     its key and value, or Suspend until one can."""
-    position, entry = x.enter(name, kind)
+    position, entry = x.journal.enter(name, kind)
     if entry is not None and entry["status"] == journal.COMPLETED:
         return WaitOutcome(entry["result"]["key"], copy.deepcopy(entry["result"]["value"]))
-    x.check_interrupts(name, entry)
-    now = x.now()
+    x.stops.check_interrupts(name, entry)
+    now = x.guards.now()
     signal_conditions = {k: c for k, c in conditions.items() if isinstance(c, SignalCondition)}
     if entry is None:
         recorded = {
@@ -165,7 +169,7 @@ def wait(x: Surface, name: str, conditions: dict[str, Any], *, kind: str = "wait
             for key, condition in conditions.items()
             if isinstance(condition, TimerCondition)
         }
-        entry = x.record(
+        entry = x.journal.record(
             name,
             position,
             kind=kind,
@@ -180,7 +184,7 @@ def wait(x: Surface, name: str, conditions: dict[str, Any], *, kind: str = "wait
     first_deadline = min((d for d in deadlines.values() if d is not None), default=None)
     # Read outside the lock: the read runs on the execution's thread, which may be waiting
     # for this lock to write another branch's step.
-    received = {key: x.signals(c.signal, c.key) for key, c in signal_conditions.items()}
+    received = {key: x.lease.signals(c.signal, c.key) for key, c in signal_conditions.items()}
     winner = _take(x, signal_conditions, received, first_deadline)
     if (
         winner is None
@@ -190,7 +194,7 @@ def wait(x: Surface, name: str, conditions: dict[str, Any], *, kind: str = "wait
     ):
         # The timer is about to win. A signal recorded before the deadline wins instead, even
         # one newer than this execution's claim: its sender was told it was delivered.
-        late = x.signals_recorded_before(
+        late = x.lease.signals_recorded_before(
             [(c.signal, c.key) for c in signal_conditions.values()], first_deadline
         )
         received = {
@@ -200,7 +204,7 @@ def wait(x: Surface, name: str, conditions: dict[str, Any], *, kind: str = "wait
         winner = _take(x, signal_conditions, received, first_deadline)
     if winner is not None:
         key, signal = winner
-        x.record(
+        x.journal.record(
             name,
             position,
             **{
@@ -210,7 +214,7 @@ def wait(x: Surface, name: str, conditions: dict[str, Any], *, kind: str = "wait
                 "finished_at": journal.timestamp(now),
             },
         )
-        x.emit(
+        x.guards.emit(
             "signal-received",
             wait=name,
             signal=signal.name,
@@ -220,7 +224,7 @@ def wait(x: Surface, name: str, conditions: dict[str, Any], *, kind: str = "wait
         return WaitOutcome(key, copy.deepcopy(signal.payload))
     if first_deadline is not None and now >= first_deadline:
         key = next(k for k, d in deadlines.items() if d == first_deadline)
-        x.record(
+        x.journal.record(
             name,
             position,
             **{
@@ -230,14 +234,16 @@ def wait(x: Surface, name: str, conditions: dict[str, Any], *, kind: str = "wait
                 "finished_at": journal.timestamp(now),
             },
         )
-        x.emit(
+        x.guards.emit(
             "signal-timed-out",
             wait=name,
             signal=[c.signal for c in signal_conditions.values()],
             since=_since(entry),
         )
         return WaitOutcome(key, None)
-    x.suspend(wake_at=first_deadline, waits=[(c.signal, c.key) for c in signal_conditions.values()])
+    x.stops.suspend(
+        wake_at=first_deadline, waits=[(c.signal, c.key) for c in signal_conditions.values()]
+    )
     raise AssertionError("unreachable")
 
 
@@ -254,7 +260,7 @@ def _take(
         for key, condition in conditions.items():
             for signal in received[key]:
                 # A signal goes to one wait; a child's end is a fact every wait for it sees.
-                if signal.id in x.consumed and condition.exclusive:
+                if signal.id in x.journal.consumed and condition.exclusive:
                     continue
                 if deadline is not None and signal.created_at > deadline:
                     break  # recorded after the deadline: the timer wins
@@ -266,7 +272,7 @@ def _take(
                     winner = (key, signal)
                 break
         if winner is not None:
-            x.consumed.add(winner[1].id)
+            x.journal.consumed.add(winner[1].id)
         return winner
 
 

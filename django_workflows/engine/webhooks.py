@@ -131,17 +131,17 @@ def webhook(x: Surface, name: str) -> Webhook:
             f"be is {len(name) - longest + JOURNAL_NAME_LENGTH}."
         )
     entry_name = mint_entry(name)
-    position, entry = x.enter(entry_name, "webhook")
+    position, entry = x.journal.enter(entry_name, "webhook")
     if entry is not None and entry["status"] == journal.COMPLETED:
         key = entry["key"]
         token = sign(x.instance.id, name, key)
         return Webhook(token, url_for(token), name=name, key=key, execution=x)
-    x.check_interrupts(entry_name, entry)
+    x.stops.check_interrupts(entry_name, entry)
     key = new_key()
     token = sign(x.instance.id, name, key)
     url = url_for(token)  # before the entry: a URLconf without the route records nothing
-    now = journal.timestamp(x.now())
-    x.record(
+    now = journal.timestamp(x.guards.now())
+    x.journal.record(
         entry_name,
         position,
         kind="webhook",

@@ -84,7 +84,7 @@ class LeaseRenewer:
             running = list(self._running.values())
         if not running:
             return
-        leases = [(e.instance.id, e.token) for e in running]
+        leases = [(e.instance.id, e.lease.token) for e in running]
         started = time.monotonic()
         renewal = store.renew(self.using, leases, clock.now() + self.lease_duration)
         for execution in running:
@@ -124,7 +124,7 @@ class LeaseRenewer:
 
         try:
             flags = store.renew_once_unlocked(
-                self.using, execution.instance.id, execution.token, lease_until
+                self.using, execution.instance.id, execution.lease.token, lease_until
             )
             if not self.ended.is_set():
                 held(execution, flags, started)
@@ -143,12 +143,12 @@ def held(execution: Execution, flags: store.LeaseFlags | None, started: float) -
     lease and the operator's requests, or (None) that the lease is gone; either stops its
     running steps when it must stop."""
     if flags is None:
-        execution.stop_reason = "lease-lost"
-        for step in list(execution.running_steps):
+        execution.stops.stop_reason = "lease-lost"
+        for step in list(execution.stops.running_steps):
             step.cancelled.set()
         return
-    execution.flags = flags
-    execution.lease_renewed(started)  # its store calls may go on trying until then
+    execution.stops.flags = flags
+    execution.lease.lease_renewed(started)  # its store calls may go on trying until then
     if flags.cancel_requested or flags.terminate_requested:
-        for step in list(execution.running_steps):
+        for step in list(execution.stops.running_steps):
             step.cancelled.set()

@@ -214,21 +214,23 @@ class Worker:
                 journal_entries=claim.journals.get(instance.id, []),
             )
             if ride:
-                execution.ride = self._ride()
+                execution.lease.ride = self._ride()
             # A KeyboardInterrupt stops the worker's claims before the instance is handed back.
-            execution.on_escape = self.stop
+            execution.stops.on_escape = self.stop
             with self._lock:
                 self._running[instance.id] = execution
                 if self._stopping.is_set():
-                    execution.stop_reason = "shutdown"
+                    execution.stops.stop_reason = "shutdown"
             try:
-                outcome = middleware.run_execution(instance, execution.journal, execution.execute)
+                outcome = middleware.run_execution(
+                    instance, execution.journal.entries, execution.execute
+                )
             finally:
                 with self._lock:
                     self._running.pop(instance.id, None)
-            if execution.escaped is not None:  # handed back: now it stops this worker
-                raise execution.escaped
-            return outcome, execution.rode
+            if execution.stops.escaped is not None:  # handed back: now it stops this worker
+                raise execution.stops.escaped
+            return outcome, execution.lease.rode
         except Exception:
             logger.exception(
                 "Instance %s (%s@%s) stopped with an unexpected error; it runs again once its "
@@ -237,7 +239,7 @@ class Worker:
                 instance.workflow,
                 instance.version,
             )
-            return "error", None if execution is None else execution.rode
+            return "error", None if execution is None else execution.lease.rode
         except BaseException as error:  # a KeyboardInterrupt: the instance is handed back
             if propagate:
                 raise
@@ -449,9 +451,9 @@ class Worker:
         self._wake.set()
         with self._lock:
             for execution in self._running.values():
-                if execution.stop_reason is None:
-                    execution.stop_reason = "shutdown"
-                for step in list(execution.running_steps):
+                if execution.stops.stop_reason is None:
+                    execution.stops.stop_reason = "shutdown"
+                for step in list(execution.stops.running_steps):
                     step.cancelled.set()
 
     def _shut_down(self, pool: ThreadPoolExecutor, futures: set[Future[Any]]) -> None:
