@@ -1,7 +1,7 @@
 """The workflow context (`ctx`): the API workflow code calls, a thin facade over the engine's
 rooms, one concern each: steps.py, waits.py, children.py, gather.py, compensations.py (commit
 points), values.py (journaled values), status.py (the custom status), updates.py (updates),
-webhooks.py (webhooks), approvals.py (breakpoints), tasks.py (external tasks) and patches.py
+webhooks.py (webhooks), approvals.py (breakpoints), externaltasks.py (external tasks) and patches.py
 (changes made in place)."""
 
 from __future__ import annotations
@@ -24,11 +24,13 @@ from . import (
     patches,
     status,
     steps,
-    tasks,
     updates,
     values,
     waits,
     webhooks,
+)
+from . import (
+    externaltasks as tasks,
 )
 from .children import ChildHandle
 from .continuation import SAME
