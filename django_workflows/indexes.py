@@ -19,7 +19,7 @@ class DueIndex(models.Index):
     (NULL throughout: SQLite read a claim's order from the index only up to it, and sorted every
     due row for the rest); "held" only the leased ones (a claim reads the lapsed leases from
     it). Where there are no partial indexes it changes nothing: the columns put lease_until in
-    the range instead (see store/due.py).
+    the range instead (see Backend.claim_candidates).
 
     `unparked`: keep the parked instances out of a claim's range too (store/parking.py):
     "predicate" in the partial predicate where there is one, else as a column after the

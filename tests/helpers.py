@@ -79,7 +79,7 @@ def end_leases(ids: list[str], **changes: Any) -> None:
     from django.db import transaction
 
     from django_workflows.models import WorkflowInstance
-    from django_workflows.store import parking
+    from django_workflows.store.backends import backend
 
     with transaction.atomic():
         rows = WorkflowInstance.objects.filter(pk__in=ids)
@@ -89,7 +89,7 @@ def end_leases(ids: list[str], **changes: Any) -> None:
         keys = set(rows.values_list("workflow", "concurrency_key"))
         for workflow, key in sorted(keys, key=str):
             if key is not None:
-                parking.unpark_key("default", workflow, key)
+                backend("default").unpark_key(workflow, key)
 
 
 def release_as_holder(id: str) -> None:

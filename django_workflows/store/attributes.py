@@ -16,21 +16,7 @@ from django.db.models import Exists, OuterRef, Q
 
 from ..attributes import Condition, Stored, to_value
 from ..models import InstanceAttribute, InstanceTag, WorkflowInstance
-from .backends import backend
-
-_COLUMNS = ["kind", "text", "number", "moment"]
-
-
-def _row(id: str, name: str, value: Stored, created_at: datetime) -> InstanceAttribute:
-    return InstanceAttribute(
-        instance_id=id,
-        name=name,
-        kind=value.kind,
-        text=value.text,
-        number=value.number,
-        moment=value.moment,
-        created_at=created_at,
-    )
+from .backends.base import ATTRIBUTE_COLUMNS, attribute_row
 
 
 def create(
@@ -44,23 +30,7 @@ def create(
         )
     if attributes:
         InstanceAttribute.objects.using(using).bulk_create(
-            [_row(id, name, value, created_at) for name, value in attributes.items()]
-        )
-
-
-def write(using: str, id: str, changes: dict[str, Stored | None], created_at: datetime) -> None:
-    """Set (upsert) or, for None, remove attributes of instance `id`, created at `created_at`,
-    inside the lease holder's fenced write."""
-    removed = [name for name, value in changes.items() if value is None]
-    kept = {name: value for name, value in changes.items() if value is not None}
-    if removed:
-        InstanceAttribute.objects.using(using).filter(instance_id=id, name__in=removed)._raw_delete(
-            using
-        )
-    if kept:
-        InstanceAttribute.objects.using(using).bulk_create(
-            [_row(id, name, value, created_at) for name, value in kept.items()],
-            **backend(using).upsert_kwargs(["instance", "name"], _COLUMNS),
+            [attribute_row(id, name, value, created_at) for name, value in attributes.items()]
         )
 
 
@@ -75,7 +45,7 @@ def copy(using: str, source: str, id: str, created_at: datetime) -> None:
         list(tags),
         {
             name: Stored(kind, text, number, moment)
-            for name, kind, text, number, moment in rows.values_list("name", *_COLUMNS)
+            for name, kind, text, number, moment in rows.values_list("name", *ATTRIBUTE_COLUMNS)
         },
         created_at,
     )
@@ -99,7 +69,7 @@ def load(using: str, ids: Iterable[str]) -> tuple[dict[str, list[str]], dict[str
     for instance_id, tag in tag_rows.values_list("instance_id", "tag"):
         tags.setdefault(instance_id, []).append(tag)
     rows = InstanceAttribute.objects.using(using).filter(instance_id__in=ids).order_by("name")
-    for instance_id, name, *cells in rows.values_list("instance_id", "name", *_COLUMNS):
+    for instance_id, name, *cells in rows.values_list("instance_id", "name", *ATTRIBUTE_COLUMNS):
         attributes.setdefault(instance_id, {})[name] = to_value(*cells)
     return tags, attributes
 

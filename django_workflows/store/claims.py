@@ -1,30 +1,26 @@
 """The claim: lease due instances to one worker, of the workflows it runs and the queues it
 serves, in priority order, within the concurrency and rate limits.
 
-Two concurrent claims never return the same instance. Without limits the servers take a
-hand-written path (one statement on PostgreSQL, one transaction on MySQL and MariaDB, in their
-backends); with limits, or on SQLite, the path below, under limits through `limits.pick`, with
-the backend's hand-written candidates' scan and lease where it has them (PostgreSQL: the
-workflows' locks, then one statement each; MySQL and MariaDB: the scan). On PostgreSQL a
-claim without limits can also ride on a release (store.backends.writes.Ride): the lease holder's
-write that hands its instance back leases the next due one with the same ranges.
+Two concurrent claims never return the same instance. The backend claims, whole, in one call
+(Backend.claim): by the ORM, or by a database's own faster way (one statement on PostgreSQL, one
+transaction of batched statements on MySQL and MariaDB, SQLite's at its process's turn to
+write); under limits with the choice of `limits.pick` inside its transaction. Here: the
+arguments, the deadlock retries, the journals read after the commit and the payloads decoded.
+On PostgreSQL a claim without limits can also ride on a release (store.backends.writes.Ride):
+the lease holder's write that hands its instance back leases the next due one with the same
+ranges.
 """
 
 from __future__ import annotations
 
 import functools
-import operator
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from django.db import connections
-from django.db.models import Case, F, Q, Value, When
-
 from ..errors import WorkflowPayloadError
-from ..models import JournalEntry, Signal, Status, WorkflowInstance
-from . import due as due_scan
-from . import limits, parking, payloads
+from ..models import JournalEntry, WorkflowInstance
+from . import limits, payloads
 from .backends import backend
 from .deadlocks import retries_deadlocks
 
@@ -41,20 +37,8 @@ class Claim:
 
 def last_signal_id(using: str) -> int:
     """The newest signal's id, 0 before the first: what an instance started or claimed now has
-    seen. By hand: the ORM's aggregate() built its query again at every start() and claim
-    (about a tenth of a start()'s CPU)."""
-    connection = connections[using]
-    sql = _LAST_SIGNAL.get(connection.vendor)
-    if sql is None:
-        name, meta = connection.ops.quote_name, Signal._meta
-        sql = f"SELECT MAX({name(str(meta.pk.column))}) FROM {name(meta.db_table)}"
-        _LAST_SIGNAL[connection.vendor] = sql
-    with connection.cursor() as cursor:
-        cursor.execute(sql)
-        return int(cursor.fetchone()[0] or 0)
-
-
-_LAST_SIGNAL: dict[str, str] = {}  # last_signal_id()'s statement, by database vendor
+    seen (Backend.last_signal_id)."""
+    return backend(using).last_signal_id()
 
 
 @retries_deadlocks
@@ -84,65 +68,34 @@ def claim(
     names = {name for name, _ in workflows}
     concurrency = {k: v for k, v in (concurrency or {}).items() if k in names}
     rates = {k: v for k, v in (rates or {}).items() if k in names}
-    # Without limits, hand-written SQL on the servers (one statement on PostgreSQL, one
-    # transaction on MySQL and MariaDB): the leased instances' journals can be read after it
-    # commits, since nobody else writes them while leased.
-    fast = (
-        NotImplemented
-        if concurrency or rates
-        else backend(using).fast_claim(
-            owner=owner,
-            token=token,
+    # Under limits, the limits' choice of the candidates, inside the backend's claim.
+    pick = (
+        functools.partial(
+            limits.pick,
+            using,
             now=now,
-            lease_until=lease_until,
             limit=limit,
             workflows=workflows,
+            concurrency=concurrency,
+            rates=rates,
             queues=queues,
         )
+        if concurrency or rates
+        else None
     )
-    if fast is not NotImplemented:
-        return _decoded(Claim(fast[0], fast[1], _journals(using, fast[0], first_journals)))
-    backend(using).read_committed_next()  # no gap locks where the leased rows' entries go
-    of_workflows = functools.reduce(
-        operator.or_, (Q(workflow=name, version=version) for name, version in workflows)
+    claimed, last = backend(using).claim(
+        owner=owner,
+        token=token,
+        now=now,
+        lease_until=lease_until,
+        limit=limit,
+        workflows=workflows,
+        queues=queues,
+        pick=pick,
     )
-    due = Q(wake_at__lte=now) & (
-        Q(lease_until__isnull=True) | (Q(lease_until__lt=now) & backend(using).lapsed_lease_free())
-    )
-    if queues is not None:
-        due &= Q(queue__in=queues)
-    with backend(using).write_transaction():
-        backend(using).take_write_lock()
-        if concurrency or rates:
-            ids = limits.pick(
-                using,
-                now=now,
-                limit=limit,
-                workflows=workflows,
-                concurrency=concurrency,
-                rates=rates,
-                queues=queues,
-            )
-        else:  # SQLite (the servers took the hand-written path above): one writer at a time
-            rows = WorkflowInstance.objects.using(using).filter(of_workflows)
-            if queues is not None:
-                rows = rows.filter(queue__in=queues)
-            found = due_scan.candidates(
-                using, rows, now=now, limit=limit, fields=("id",), lock=False
-            )
-            ids = [row[0] for row in found]
-        if not ids:
-            return Claim([], 0)
-        leased = backend(using).lease(
-            ids, token=token, owner=owner, lease_until=lease_until, now=now
-        )
-        if leased is NotImplemented:
-            claimed, last = _lease(using, ids, due, token, owner, lease_until, now)
-        else:
-            claimed, last = leased
-    # The journals after the commit, as the one-statement claims read them: under MySQL's
-    # REPEATABLE READ the transaction's snapshot (taken by its first read, before the instances
-    # were locked) could miss the previous lease holder's last write.
+    # The journals after the commit: nobody else writes them while leased, and under MySQL's
+    # REPEATABLE READ the claim's snapshot (taken by its first read, before the instances were
+    # locked) could miss the previous lease holder's last write.
     return _decoded(Claim(claimed, last, _journals(using, claimed, first_journals)))
 
 
@@ -159,39 +112,8 @@ def hand_back(using: str, token: str, lease_until: datetime) -> int:
         if held:
             rows.update(lease_token=None, lease_until=None)
             for workflow, key in sorted({(w, k) for w, k in held if k is not None}):
-                parking.unpark_key(using, workflow, key)
+                backend(using).unpark_key(workflow, key)
     return len(held)
-
-
-def _lease(
-    using: str,
-    ids: list[str],
-    due: Q,
-    token: str,
-    owner: str,
-    lease_until: datetime,
-    now: datetime,
-) -> tuple[list[WorkflowInstance], int]:
-    """The ORM's lease of the candidates a claim picked: (the instances in claim order, the
-    last signal id). The conditions again, in the UPDATE itself: where the database cannot skip
-    locked rows (SQLite) this is what keeps two claims from leasing one instance."""
-    WorkflowInstance.objects.using(using).filter(due, pk__in=ids).update(
-        lease_token=token,
-        lease_owner=owner,
-        lease_until=lease_until,
-        runs=F("runs") + 1,
-        updated_at=now,
-        status=Case(
-            When(status=Status.COMPENSATING, then=Value(Status.COMPENSATING)),
-            default=Value(Status.RUNNING),
-        ),
-    )
-    claimed = list(
-        WorkflowInstance.objects.using(using)
-        .filter(lease_token=token, pk__in=ids)
-        .order_by("priority", "wake_at", "created_at", "id")
-    )
-    return claimed, last_signal_id(using)
 
 
 def rode_claim(

@@ -18,9 +18,9 @@ from django.db import transaction
 from django.db.models import Case, F, Q, Value, When
 
 from ..attributes import Condition, Stored
-from ..models import FINISHED, JournalEntry, Signal, Status, Wait, WorkflowInstance
+from ..models import JournalEntry, Status, Wait, WorkflowInstance
 from . import attributes as searchable
-from . import parking, payloads
+from . import payloads
 from .backends import backend
 from .backends.writes import InstanceWrite as InstanceWrite
 from .backends.writes import Release as Release
@@ -33,7 +33,6 @@ from .deadlocks import retries_deadlocks
 
 # The claim lives in claims.py; store.instances.claim and .Claim are where callers find it.
 from .parking import parked_by as parked_by
-from .signals import record_signal
 
 
 @dataclass(frozen=True)
@@ -297,99 +296,21 @@ def write(
     """Every write of the lease holder, all or nothing, only while `token` is the lease token.
 
     Returns the cancel/terminate flags, or None (having written nothing) when the lease is gone.
-    With `ride`, a release may lease the next due instance too (Ride): the flags' `rode`.
+    With `ride`, a release may lease the next due instance too (Ride): the flags' `rode`. The
+    backend writes, whole, in one call (Backend.write); here the payloads are encoded and the
+    flags decoded.
     """
     write = payloads.encode_write(id, write)
-    fast = backend(using).fast_write(id, token, write, ride)
-    if fast is not NotImplemented:
-        if fast is None:
-            return None
-        rode = None
-        if ride is not None and len(fast) > 3 and fast[3][0]:
-            rode = rode_claim(using, *fast[3], first_journals=ride.first_journals)
-        return LeaseFlags(fast[0], fast[1], payloads.decode_reason(id, fast[2]), rode)
-    with backend(using).write_transaction():
-        backend(using).take_write_lock()
-        if write.signal is not None:
-            backend(using).lock_signals(shared=False)
-        elif write.release is not None and (write.release.waits or write.release.had_waits):
-            # Shared with the other writes, exclusive with signals: a signal's wake-up and a
-            # write that registers or clears waits never interleave (nor deadlock on MySQL).
-            backend(using).lock_signals(shared=True)
-        held = WorkflowInstance.objects.using(using).filter(pk=id, lease_token=token)
-        flags = held.select_for_update().values_list(
-            "cancel_requested",
-            "terminate_requested",
-            "cancel_reason",
-            "awaited",
-            "created_at",
-            "workflow",
-            "concurrency_key",
+    written = backend(using).write(id, token, write, ride)
+    if written is None:
+        return None
+    rode = None
+    if written.rode is not None and written.rode[0]:
+        rode = rode_claim(
+            using, *written.rode, first_journals=ride is not None and ride.first_journals
         )
-        row = flags.first()
-        if row is None:
-            return None
-        cancel_requested, terminate_requested, reason, awaited, created_at, workflow, key = row
-        entries = dict(write.entries)
-        if not (cancel_requested or terminate_requested):
-            entries.update(write.guarded_entries)
-        if write.restart:
-            JournalEntry.objects.using(using).filter(instance_id=id)._raw_delete(using)
-        if write.attributes:
-            searchable.write(using, id, write.attributes, created_at)
-        if entries:
-            JournalEntry.objects.using(using).bulk_create(
-                [
-                    JournalEntry(instance_id=id, name=name, document=document)
-                    for name, document in entries.items()
-                ],
-                **backend(using).upsert_kwargs(["instance", "name"], ["document"]),
-            )
-        changes = dict(write.changes)
-        if write.signal is not None:
-            record_signal(using, **write.signal, now=write.now, locked=True)
-        release = write.release
-        if release is not None:
-            if release.had_waits:
-                Wait.objects.using(using).filter(instance_id=id)._raw_delete(using)
-            if release.waits:
-                Wait.objects.using(using).bulk_create(
-                    [Wait(instance_id=id, signal=signal, key=key) for signal, key in release.waits]
-                )
-            wake_at = release.wake_at
-            status = changes.get("status")
-            if status in FINISHED:
-                wake_at = None
-            elif not release.hold and (
-                (cancel_requested and status == Status.SUSPENDED) or _signal_arrived(using, release)
-            ):
-                wake_at = write.now
-            changes.update(lease_token=None, lease_until=None, wake_at=wake_at)
-        elif write.lease_until is not None:
-            changes["lease_until"] = write.lease_until
-        if changes:
-            if set(changes) - {"lease_until"}:
-                changes["updated_at"] = write.now
-            held.update(**changes)
-        if release is not None and key is not None:
-            parking.unpark_key(using, workflow, key)
-        if awaited and (write.announce or changes.get("status") in FINISHED):
-            backend(using).notify_ended(id)
-        return LeaseFlags(cancel_requested, terminate_requested, payloads.decode_reason(id, reason))
-
-
-def _signal_arrived(using: str, release: Release) -> bool:
-    """Whether a signal the execution did not see matches one of the waits it registers."""
-    if not release.waits:
-        return False
-    matches = functools.reduce(
-        operator.or_,
-        (
-            Q(name=signal, key=key) if key is not None else Q(name=signal, key__isnull=True)
-            for signal, key in release.waits
-        ),
-    )
-    return Signal.objects.using(using).filter(matches, id__gt=release.signal_cursor).exists()
+    reason = payloads.decode_reason(id, written.cancel_reason)
+    return LeaseFlags(written.cancel_requested, written.terminate_requested, reason, rode)
 
 
 def mark_awaited(using: str, id: str) -> None:

@@ -21,11 +21,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import connections
-from django.db.models import BooleanField, Count, F, Q
-from django.db.models.expressions import RawSQL
+from django.db.models import Count, F, Q
 
 from ..models import RateLimitWindow, Status, WorkflowInstance
-from . import due as due_scan
 from . import parking
 from .backends import backend
 
@@ -139,15 +137,8 @@ class Full:
     keys: dict[tuple[str, str], set[str]]  # (workflow, "concurrency_key" | "rate_limit_key")
     per_key: dict[str, int] = field(default_factory=dict)
 
-    def q(self) -> Q:
-        """The candidates with room, as a filter."""
-        allowed = ~Q(workflow__in=sorted(self.workflows)) if self.workflows else Q()
-        for (workflow, column), keys in sorted(self.keys.items()):
-            allowed &= ~Q(workflow=workflow, **{f"{column}__in": sorted(keys)})
-        return allowed
-
     def sql(self) -> tuple[str, list[Any]]:
-        """The same as SQL (for the servers' hand-written candidates' scans)."""
+        """The candidates with room, as SQL (for the backend's candidates' scan)."""
         parts: list[str] = []
         params: list[Any] = []
         if self.workflows:
@@ -258,20 +249,6 @@ def _scan(
     rows = backend(using).claim_candidates(
         now=now, limit=limit, workflows=workflows, where=full.sql(), queues=queues, flag=flag
     )
-    if rows is NotImplemented:
-        of_workflows = functools.reduce(
-            operator.or_, (Q(workflow=name, version=version) for name, version in workflows)
-        )
-        query = WorkflowInstance.objects.using(using).filter(of_workflows, full.q())
-        if queues is not None:
-            query = query.filter(queue__in=queues)
-        fields: tuple[str, ...] = ("id", "workflow", "concurrency_key", "rate_limit_key")
-        if flag is not None:
-            query = query.annotate(full_key=RawSQL(*flag, output_field=BooleanField()))
-            fields += ("full_key",)
-        rows = due_scan.candidates(
-            using, query, now=now, limit=limit, fields=fields, lock=backend(using).has_skip_locked
-        )
     return [Candidate(*row) for row in rows]
 
 

@@ -15,15 +15,13 @@ from django.db.models import Max, Min
 
 from ..models import (
     UNFINISHED,
-    InstanceAttribute,
-    InstanceTag,
     JournalEntry,
     RateLimitWindow,
     Signal,
     Wait,
     WorkflowInstance,
 )
-from . import parking, payloads
+from . import payloads
 from .backends import backend
 from .deadlocks import retries_deadlocks
 
@@ -109,29 +107,13 @@ def delete_instance(using: str, id: str, statuses: list[str]) -> str | None:
         status, workflow, key, lease_until = found
         _delete(using, [id])
         if key is not None and lease_until is not None:
-            parking.unpark_key(using, workflow, key)
+            backend(using).unpark_key(workflow, key)
         return status
 
 
 def _delete(using: str, ids: list[str]) -> int:
-    # Raw deletes (no cascade collector): every table that points at the instances, first; a
-    # thousand ids at a time (with ten thousand in one list PostgreSQL read the whole instance
-    # table, 0.34 s of a purge batch with 1,060,000 rows, before its one statement below).
-    deleted = backend(using).delete_instances(ids)
-    if deleted is not NotImplemented:
-        return deleted  # type: ignore[no-any-return]
-    deleted = 0
-    for start in range(0, len(ids), DELETE_CHUNK):
-        chunk = ids[start : start + DELETE_CHUNK]
-        JournalEntry.objects.using(using).filter(instance_id__in=chunk)._raw_delete(using)
-        Wait.objects.using(using).filter(instance_id__in=chunk)._raw_delete(using)
-        InstanceTag.objects.using(using).filter(instance_id__in=chunk)._raw_delete(using)
-        InstanceAttribute.objects.using(using).filter(instance_id__in=chunk)._raw_delete(using)
-        deleted += WorkflowInstance.objects.using(using).filter(pk__in=chunk)._raw_delete(using)
-    return deleted
-
-
-DELETE_CHUNK = 1000
+    """Delete the instances `ids` and every row that points at them (Backend.delete_instances)."""
+    return backend(using).delete_instances(ids)
 
 
 def _oldest_finished(using: str, statuses: list[str], before: datetime, limit: int) -> list[str]:

@@ -9,8 +9,8 @@ the claim order are unchanged): only the claim index leaves it out.
 The rule that keeps a parked instance from waiting for nothing: **an instance is parked only
 while its claim holds the row locks of its key's live leases**, every slot's. The lease holder's
 release updates its row, so it waits for the claim to commit, and then, in the release's own
-transaction, puts back the parked instances of its key (`unpark_key`), which it now sees. (A
-put-back that comes when none was due only costs a claim the parking again: MySQL's batched
+transaction, puts back the parked instances of its key (Backend.unpark_key), which it now
+sees. (A put-back that comes when none was due only costs a claim the parking again: MySQL's batched
 write sends it whether or not it still holds the lease.) A release that holds its row first is skipped (SKIP LOCKED) by the claim, whose key then does
 not count as full for parking. A lease that lapses without a release holds no slot: claims
 under limits put back the parked instances of the keys whose lease lapsed (`unpark_lapsed`, at
@@ -108,15 +108,6 @@ def park(using: str, now: datetime, rows: Sequence[Keyed], per_key: dict[str, in
         pk__in=ids, lease_until__isnull=True, parked=False
     )
     return rows_to_park.update(parked=True)
-
-
-def unpark_key(using: str, workflow: str, key: str) -> int:
-    """A lease of (workflow, key) ended, in this transaction, after the lease holder's row was
-    locked: put back the key's parked instances. How many."""
-    rows = WorkflowInstance.objects.using(using).filter(
-        workflow=workflow, concurrency_key=key, parked=True
-    )
-    return rows.update(parked=False)
 
 
 # A claim looks for lapsed leases' keys at most once a second per process and database: a

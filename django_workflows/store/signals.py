@@ -11,7 +11,6 @@ from typing import Any
 from django.db import transaction
 from django.db.models import Min, Q
 
-from ..errors import WorkflowIdConflictError
 from ..models import Signal
 from . import payloads
 from .backends import backend
@@ -45,37 +44,11 @@ def record_signal(
     with transaction.atomic(using=using, savepoint=False):
         if not locked:
             backend(using).lock_signals(shared=False)
-        if dedupe_id is not None:
-            # A locking read: on MySQL it sees rows committed after the transaction's snapshot.
-            earlier = (
-                Signal.objects.using(using)
-                .select_for_update()
-                .filter(name=name, dedupe_id=dedupe_id)
-                .values_list("id", "key")
-                .first()
+        return RecordedSignal(
+            *backend(using).record_signal(
+                name=name, key=key, dedupe_id=dedupe_id, payload=payload, now=now
             )
-            if earlier is not None:
-                if earlier[1] != key:
-                    raise WorkflowIdConflictError(
-                        f"Signal {name!r} with id {dedupe_id!r} was sent before with key "
-                        f"{earlier[1]!r}, not {key!r}."
-                    )
-                return RecordedSignal(earlier[0], 0, False, earlier[1])
-        signal = Signal(name=name, key=key, dedupe_id=dedupe_id, created_at=now)
-        sealed = payloads.seals_signal(payload)
-        if not sealed:
-            signal.payload = payloads.encode_signal(signal, payload)
-            inserted = backend(using).insert_signal(
-                name=name, key=key, dedupe_id=dedupe_id, payload=signal.payload, now=now
-            )
-            if inserted is not NotImplemented:
-                return RecordedSignal(inserted[0], inserted[1], True, key)
-        signal.save(using=using, force_insert=True)
-        if sealed:  # bound to the row's id, which the INSERT just gave it
-            signal.payload = payloads.encode_signal(signal, payload)
-            Signal.objects.using(using).filter(pk=signal.pk).update(payload=signal.payload)
-        woken = backend(using).wake_waiters(name=name, key=key, now=now)
-        return RecordedSignal(signal.id, woken, True, key)
+        )
 
 
 def signals_for(

@@ -36,6 +36,4 @@ def test_a_vendor_without_a_backend_of_its_own_gets_the_generic_one(monkeypatch,
             chosen = backend(connection.alias)
     assert type(chosen) is Backend
     assert not chosen.has_advisory_locks and not chosen.has_listen_notify
-    claim = {"owner": "w", "token": "t", "now": None, "lease_until": None, "limit": 1}
-    assert chosen.fast_claim(**claim, workflows=[]) is NotImplemented
     assert chosen.transaction_isolation() is None and chosen.max_allowed_packet() is None

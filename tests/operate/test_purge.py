@@ -21,6 +21,7 @@ from django_workflows.models import (
 )
 from django_workflows.results import PurgeResult
 from django_workflows.store import maintenance
+from django_workflows.store.backends import base as generic_backend
 from django_workflows.store.backends.mysql import deletes as mysql_deletes
 
 pytestmark = pytest.mark.django_db
@@ -154,7 +155,7 @@ def test_a_purge_batch_takes_the_oldest_finished_instances_whatever_their_status
 def test_a_purge_batch_deletes_every_instance_and_journal_however_many_ids(
     workflow_clock, world, monkeypatch
 ):
-    monkeypatch.setattr(maintenance, "DELETE_CHUNK", 2)  # five ids: three rounds of deletes
+    monkeypatch.setattr(generic_backend, "DELETE_CHUNK", 2)  # five ids: three rounds of deletes
     for i in range(5):
         completed(f"old-{i}")
     workflow_clock.advance("31d")

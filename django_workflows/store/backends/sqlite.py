@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import django
@@ -14,7 +14,7 @@ from django.db import OperationalError, transaction
 from django.db.models.constants import OnConflict
 
 from ...models import FINISHED, JournalEntry, Signal, Status, StoreLock, WorkflowInstance
-from .base import Backend
+from .base import Backend, Written
 from .params import plain_kind, prepared
 from .rows import INSTANCE_COLUMNS, InstanceRows
 from .writes import UNSET, fast_writable, unpark_statement, write_changes
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from .writes import InstanceWrite, Ride
 
 _FLAGS = ("cancel_requested", "terminate_requested", "cancel_reason", "awaited")
-"""What a lease holder's write reads back, in this order (fast_write)."""
+"""What a lease holder's write reads back, in this order (write())."""
 
 _FLAG_SET = frozenset(_FLAGS)
 
@@ -42,7 +42,7 @@ class SQLiteBackend(Backend):
         self._seen = threading.local()  # each thread's last data_version and mark
         self._writer = threading.Lock()  # the process's turn to write (write_transaction)
         self.rows = InstanceRows(alias)  # the claim's read-back
-        self._statements: dict[Any, Any] = {}  # fast_write's statements, built once each
+        self._statements: dict[Any, Any] = {}  # write()'s statements, built once each
         self._flags_sql = (
             f"SELECT {', '.join(_FLAGS)} FROM {WorkflowInstance._meta.db_table} "
             f"WHERE id = %s AND lease_token = %s"
@@ -113,19 +113,20 @@ class SQLiteBackend(Backend):
             )
         ]
 
-    def fast_write(
+    def write(
         self, id: str, token: str, write: InstanceWrite, ride: Ride | None = None
-    ) -> Any:
+    ) -> Written | None:
         """Two or three statements in one transaction, at this process's turn to write,
         without the ORM's query building (which the one writer at a time would otherwise spend
         holding the database's write lock), each statement's text built once: read the flags
         by the lease token, upsert the journal entries (the guarded ones only while no cancel
         or terminate is requested), update. A write whose changes do not depend on the flags
         (no suspension's wake time) reads them in its UPDATE (RETURNING, SQLite 3.35+): one
-        statement fewer, the same rows changed in the same transaction.
-        Nothing rides here (`ride`: has_rides is False)."""
+        statement fewer, the same rows changed in the same transaction. A write that takes the
+        signal lock, restarts the journal or sets search attributes (fast_writable) takes the
+        generic body. Nothing rides here (`ride`: has_rides is False)."""
         if not fast_writable(write):
-            return NotImplemented
+            return super().write(id, token, write, ride)
         connection = self.connection
         changes, wake_at = write_changes(write)
         returning = (
@@ -171,10 +172,10 @@ class SQLiteBackend(Backend):
                 cursor.execute(*unpark)
             if row[3] and (write.announce or changes.get("status") in FINISHED):
                 self.notify_ended(id)
-            return cancel_requested, terminate_requested, row[2]
+            return Written(cancel_requested, terminate_requested, row[2])
 
     def _journal_sql(self, count: int) -> str:
-        """The upsert of `count` journal entries of one instance (fast_write)."""
+        """The upsert of `count` journal entries of one instance (write())."""
         sql = self._statements.get(count)
         if sql is None:
             journal = JournalEntry._meta
@@ -191,7 +192,7 @@ class SQLiteBackend(Backend):
 
     def _update_sql(self, names: tuple[str, ...], *, returning: bool) -> tuple[str, list[Any]]:
         """The UPDATE of the instance's columns `names` by its id, and their fields; with
-        `returning`, only under the lease token, reading the flags back (fast_write)."""
+        `returning`, only under the lease token, reading the flags back (write())."""
         key = (names, returning)
         built = self._statements.get(key)
         if built is None:
@@ -207,7 +208,7 @@ class SQLiteBackend(Backend):
             built = self._statements[key] = (sql, [(f, plain_kind(f)) for f in fields])
         return built  # type: ignore[no-any-return]
 
-    def fast_claim(
+    def claim(
         self,
         *,
         owner: str,
@@ -217,18 +218,32 @@ class SQLiteBackend(Backend):
         limit: int,
         workflows: list[tuple[str, int]],
         queues: list[str] | None = None,
-    ) -> Any:
-        """Four statements in one transaction, at this process's turn to write: pick the due
-        candidates in claim order, lease them, read the last signal id and the leased rows
-        back; the write lock, not row locks, keeps two claims from leasing one instance."""
+        pick: Callable[[], list[str]] | None = None,
+    ) -> tuple[list[Any], int]:
+        """Without limits, four statements in one transaction, at this process's turn to
+        write: pick the due candidates in claim order, lease them, read the last signal id and
+        the leased rows back; the write lock, not row locks, keeps two claims from leasing one
+        instance. Under limits (`pick`), the generic claim, with this backend's candidates'
+        scan."""
+        if pick is not None:
+            return super().claim(
+                owner=owner,
+                token=token,
+                now=now,
+                lease_until=lease_until,
+                limit=limit,
+                workflows=workflows,
+                queues=queues,
+                pick=pick,
+            )
         connection = self.connection
         table = WorkflowInstance._meta.db_table
         adapt = connection.ops.adapt_datetimefield_value
         claimable, filters = _claimable(workflows, queues)
         columns = "id, priority, wake_at, created_at"
-        # Two ranges, as store/due.py reads them: the free due instances from the partial
-        # index dw_instance_due (no live lease in it), in its order, and the few whose lease
-        # lapsed.
+        # Two ranges, as Backend.claim_candidates reads them: the free due instances from the
+        # partial index dw_instance_due (no live lease in it), in its order, and the few whose
+        # lease lapsed.
         select = (
             f"SELECT id FROM ("
             f"SELECT * FROM (SELECT {columns} FROM {table} WHERE wake_at <= %s "
@@ -281,13 +296,13 @@ class SQLiteBackend(Backend):
         where: tuple[str, list[Any]] = ("", []),
         queues: list[str] | None = None,
         flag: tuple[str, list[Any]] | None = None,
-    ) -> Any:
+    ) -> list[tuple[Any, ...]]:
         """The candidates of a claim under limits, in claim order, as (id, workflow,
         concurrency_key, rate_limit_key) and `flag`'s value: the free due range from
         dw_instance_due, then (if a lease lapsed) the lapsed range, merged. By hand rather than
-        by the ORM (store/due.py) for the unary + of fast_claim: without statistics SQLite read
-        the ORM's filter on the workflow by dw_instance_workflow, every instance the workflow
-        ever had. Inside the claim's transaction, which holds the write lock."""
+        by the ORM (Backend.claim_candidates) for the unary + of claim()'s: without statistics
+        SQLite read the ORM's filter on the workflow by dw_instance_workflow, every instance
+        the workflow ever had. Inside the claim's transaction, which holds the write lock."""
         connection = self.connection
         table = WorkflowInstance._meta.db_table
         at = connection.ops.adapt_datetimefield_value(now)

@@ -5,6 +5,7 @@ SKIP LOCKED's first version) are read from the server once."""
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -15,7 +16,7 @@ from django.db.models import Model
 from django.db.models.constants import OnConflict
 
 from ....models import Signal, Status, StoreLock, Wait, WorkflowInstance
-from ..base import Backend, insert
+from ..base import Backend, Written, insert
 from ..prepared import Take
 from ..rows import INSTANCE_COLUMNS, InstanceRows
 from ..writes import UNSET, fast_writable, journal_rows, write_changes
@@ -48,7 +49,6 @@ class MySQLBackend(Backend):
     """MySQL and MariaDB: InnoDB row locks on StoreLock rows, READ COMMITTED for renewals,
     the claim index scanned priority by priority."""
 
-    uses_lock_rows = True
     counts_wakeups_after_commit = True  # a counter row lock would last until the caller's commit
 
     def __init__(self, alias: str) -> None:
@@ -179,7 +179,7 @@ class MySQLBackend(Backend):
         where: tuple[str, list[Any]] = ("", []),
         queues: list[str] | None = None,
         flag: tuple[str, list[Any]] | None = None,
-    ) -> Any:
+    ) -> list[tuple[Any, ...]]:
         """The rows (id, workflow, concurrency_key, rate_limit_key, and `flag`'s value with a
         `flag`), locked (FOR UPDATE SKIP LOCKED), in claim order.
 
@@ -202,9 +202,12 @@ class MySQLBackend(Backend):
             self.connection, now, limit, workflows, where, queues, selected=selected
         )
 
-    def lease(self, ids: list[str], *, token: str, owner: str, lease_until: Any, now: Any) -> Any:
+    def lease(
+        self, ids: list[str], *, token: str, owner: str, lease_until: Any, now: Any
+    ) -> tuple[list[Any], int]:
         """One round trip, in the claim's transaction: the lease of the candidates a claim under
-        limits picked, the last signal id and the leased rows (fast_claim's statements)."""
+        limits picked, the last signal id and the leased rows (the statements of claim()'s
+        own)."""
         connection = self.connection
         found = mysql_batches.results(
             connection, _lease_statements(connection, ids, token, owner, now, lease_until)
@@ -336,7 +339,7 @@ class MySQLBackend(Backend):
             )
             return cursor.rowcount
 
-    def delete_instances(self, ids: list[str]) -> Any:
+    def delete_instances(self, ids: list[str]) -> int:
         """By hand-written SQL: the ORM's fifty deletes of a thousand ids spent half of a
         purge batch of 10,000 building their filters in Python (mysql_deletes)."""
         return mysql_deletes.delete_instances(self.connection, ids, self.max_allowed_packet())
@@ -354,16 +357,17 @@ class MySQLBackend(Backend):
             )
             return [row[0] for row in cursor.fetchall()]
 
-    def fast_write(
+    def write(
         self, id: str, token: str, write: InstanceWrite, ride: Ride | None = None
-    ) -> Any:
+    ) -> Written | None:
         """One round trip: the row lock's read by the lease token, the journal's upsert and
         the instance's update sent as one batch, with their transaction's START and COMMIT
-        (mysql_batches). Its two most frequent forms call a procedure of the database's own
-        instead, where it has them (mysql_procedures).
+        (batches.py). Its two most frequent forms call a procedure of the database's own
+        instead, where it has them (procedures.py). A write that takes the signal lock,
+        restarts the journal or sets search attributes (fast_writable) takes the generic body.
         Nothing rides here (`ride`: has_rides is False)."""
         if not fast_writable(write):
-            return NotImplemented
+            return super().write(id, token, write, ride)
         connection = self.connection
         changes, wake_at = write_changes(write)
         unparks = write.release is not None and write.unpark is not None
@@ -371,15 +375,15 @@ class MySQLBackend(Backend):
             called = mysql_procedures.call(connection, id, token, journal_rows(write), changes)
             if called is not None:
                 rows = mysql_batches.run_batch(connection, [called])
-                return rows[0] if rows else None
+                return Written(*rows[0][:3]) if rows else None
         statements = mysql_batches.write_statements(connection, id, token, write, changes, wake_at)
         rows = mysql_batches.run_batch(connection, statements)
-        return rows[0] if rows else None
+        return Written(*rows[0][:3]) if rows else None
 
     def forget_routines(self) -> None:
         self._procedures.forget()
 
-    def fast_claim(
+    def claim(
         self,
         *,
         owner: str,
@@ -389,13 +393,26 @@ class MySQLBackend(Backend):
         limit: int,
         workflows: list[tuple[str, int]],
         queues: list[str] | None = None,
-    ) -> Any:
-        """One transaction in two round trips: START TRANSACTION with the priorities' read and
-        the scans of the default priority, the candidates locked (SKIP LOCKED); then the lease,
-        the last signal id, the leased rows and COMMIT in one batch (one round trip more for
-        each further priority scanned). The ORM's version of the same
+        pick: Callable[[], list[str]] | None = None,
+    ) -> tuple[list[Any], int]:
+        """Without limits, one transaction in two round trips: START TRANSACTION with the
+        priorities' read and the scans of the default priority, the candidates locked (SKIP
+        LOCKED); then the lease, the last signal id, the leased rows and COMMIT in one batch
+        (one round trip more for each further priority scanned). The ORM's version of the same
         statements cost about a quarter of a worker's time here, and each round trip more of
-        the worker's and the server's CPU."""
+        the worker's and the server's CPU. Under limits (`pick`), the generic claim with this
+        backend's candidates' scan and lease."""
+        if pick is not None:
+            return super().claim(
+                owner=owner,
+                token=token,
+                now=now,
+                lease_until=lease_until,
+                limit=limit,
+                workflows=workflows,
+                queues=queues,
+                pick=pick,
+            )
         connection = self.connection
         # Under REPEATABLE READ the scans' gap locks cover where the leased rows' new index
         # entries go (lease_until is in the claim index): concurrent claims would deadlock.

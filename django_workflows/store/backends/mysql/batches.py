@@ -10,7 +10,7 @@ result set), the journal entries upserted from that row (the guarded ones only w
 or terminate is requested), the instance updated by its id and lease token; without the lease,
 the row read finds nothing and every statement writes nothing. Five round trips before (START
 TRANSACTION, the row lock's read, the upsert, the update, COMMIT). The claim sends its
-statements in two (MySQLBackend.fast_claim), eight before.
+statements in two (MySQLBackend.claim), eight before.
 
 The server runs no statement of a batch after one that failed (a killed query, a deadlock):
 ROLLBACK then takes back what the batch's transaction wrote.

@@ -27,7 +27,7 @@ from ....models import (
     WorkflowInstance,
 )
 from .. import driver
-from ..base import ENDED_CHANNEL, NOTIFY_CHANNEL, Backend, insert_rows
+from ..base import ENDED_CHANNEL, NOTIFY_CHANNEL, Backend, Written, insert_rows
 from ..prepared import Take
 from ..rows import InstanceRows
 from ..writes import (
@@ -198,7 +198,7 @@ class PostgreSQLBackend(Backend):
                 logger.exception("Listening for PostgreSQL notifications failed; retrying in 5s.")
                 stop.wait(5)
 
-    def delete_instances(self, ids: list[str]) -> Any:
+    def delete_instances(self, ids: list[str]) -> int:
         """One statement with the ids as one array: the ORM's five deletes, each with ten
         thousand parameters quoted one by one, cost a purge batch 1.6 s in Python alone."""
         dependents = [JournalEntry, Wait, InstanceTag, InstanceAttribute]
@@ -214,11 +214,11 @@ class PostgreSQLBackend(Backend):
                 f"WHERE id IN (SELECT id FROM doomed)",
                 [list(ids)],
             )
-            return cursor.rowcount
+            return int(cursor.rowcount)
 
     def insert_signal(
         self, *, name: str, key: str | None, dedupe_id: str | None, payload: Any, now: Any
-    ) -> Any:
+    ) -> tuple[int, int]:
         """The INSERT and the wake-up's UPDATE as one statement: the ORM built the two for
         about a third of a signal()'s time. Its snapshot is taken after the signal lock (a
         statement before it), so the UPDATE sees every wait committed under the shared lock."""
@@ -259,15 +259,16 @@ class PostgreSQLBackend(Backend):
             cursor.execute(sql, [limit])
             return [row[0] for row in cursor.fetchall()]
 
-    def fast_write(
+    def write(
         self, id: str, token: str, write: InstanceWrite, ride: Ride | None = None
-    ) -> Any:
+    ) -> Written | None:
         """One statement: lock the row in a CTE, upsert the entries, update, notify, return.
         Its two most frequent forms call a function of the database's own where it has them
         (_function_call); an instance's last write with `ride` the one that also leases the
-        next due instance (_ride)."""
+        next due instance (_ride). A write that takes the signal lock, restarts the journal or
+        sets search attributes (fast_writable) takes the generic body."""
         if not fast_writable(write):
-            return NotImplemented
+            return super().write(id, token, write, ride)
         instances = WorkflowInstance._meta.db_table
         rows = journal_rows(write)
         changes, wake_at = write_changes(write)
@@ -277,11 +278,10 @@ class PostgreSQLBackend(Backend):
         if unpark is None and wake_at is UNSET and self._functions.available(self.connection):
             called = _function_call(id, token, rows, changes, announce=announce)
             if called is not None:
-                if ride is not None and called[0] == writes_sql.FINAL_CALL:
-                    rode = self._ride(called[1], write, ride)
-                    if rode is not NotImplemented:
-                        return rode
-                return libpq.call_row(self.connection, *called, _FLAG_COLUMNS, prepare=True)
+                if ride is not None and called[0] == writes_sql.FINAL_CALL and self._rides(ride):
+                    return self._ride(called[1], write, ride)
+                row = libpq.call_row(self.connection, *called, _FLAG_COLUMNS, prepare=True)
+                return None if row is None else Written(*row)
         params: list[Any] = [id, token]
         parts = [writes_sql.held("%s", "%s")]
         if rows:
@@ -313,7 +313,7 @@ class PostgreSQLBackend(Backend):
         parts.append(select + " FROM held")
         if unpark is None:
             found = driver.fetch(self.connection, "".join(parts), params)
-            return found[0][:3] if found else None
+            return Written(*found[0][:3]) if found else None
         # A statement of its own, after the one that locked the row: its snapshot then holds
         # what a claim parked while this write waited for the row (store/parking.py).
         with (
@@ -324,17 +324,19 @@ class PostgreSQLBackend(Backend):
             row = cursor.fetchone()
             if row is not None:
                 cursor.execute(*unpark)
-            return None if row is None else row[:3]
+            return None if row is None else Written(*row[:3])
 
-    def _ride(self, params: list[Any], write: InstanceWrite, ride: Ride) -> Any:
-        """dw_final_write_ride_v1's call (postgresql/rides.py) with dw_final_write_v1's `params`: the
-        flags, then ([the instance it leased, if any], the last signal id); None when the
-        lease is gone. NotImplemented where no claim can ride: several queues (each a range of
-        its own, which a claim merges), or a database without the function."""
+    def _rides(self, ride: Ride) -> bool:
+        """Whether a claim can ride on an instance's last write: not of several queues (each a
+        range of its own, which a claim merges), nor on a database without the function."""
         if ride.queues is not None and len(ride.queues) != 1:
-            return NotImplemented
-        if not self._ride_function.available(self.connection):
-            return NotImplemented
+            return False
+        return self._ride_function.available(self.connection)
+
+    def _ride(self, params: list[Any], write: InstanceWrite, ride: Ride) -> Written | None:
+        """dw_final_write_ride_v1's call (postgresql/rides.py) with dw_final_write_v1's
+        `params`: the flags, and ([the instance it leased, if any], the last signal id); None
+        when the lease is gone."""
         more = rides_sql.ride_params(
             owner=ride.owner,
             token=ride.token,
@@ -348,14 +350,15 @@ class PostgreSQLBackend(Backend):
         if row is None:
             return None
         if row[4] is None:  # the instance's id: NULL when nothing was leased
-            return (*row[:3], ([], 0))
-        return (*row[:3], (self.rows.instances(self.connection, [row[4:]]), int(row[3])))
+            return Written(row[0], row[1], row[2], ([], 0))
+        leased = self.rows.instances(self.connection, [row[4:]])
+        return Written(row[0], row[1], row[2], (leased, int(row[3])))
 
     def forget_routines(self) -> None:
         self._functions.forget()
         self._ride_function.forget()
 
-    def fast_claim(
+    def claim(
         self,
         *,
         owner: str,
@@ -365,9 +368,23 @@ class PostgreSQLBackend(Backend):
         limit: int,
         workflows: list[tuple[str, int]],
         queues: list[str] | None = None,
-    ) -> Any:
-        """One statement (claims.claim_sql): pick the due candidates FOR UPDATE SKIP LOCKED,
-        lease them, and return them with the last signal id."""
+        pick: Callable[[], list[str]] | None = None,
+    ) -> tuple[list[Any], int]:
+        """Without limits, one statement (claims.claim_sql): pick the due candidates FOR UPDATE
+        SKIP LOCKED, lease them, and return them with the last signal id. Under limits
+        (`pick`), the generic claim with this backend's candidates' scan and lease, one
+        statement each."""
+        if pick is not None:
+            return super().claim(
+                owner=owner,
+                token=token,
+                now=now,
+                lease_until=lease_until,
+                limit=limit,
+                workflows=workflows,
+                queues=queues,
+                pick=pick,
+            )
         sql, params = claims.claim_sql(
             owner=owner,
             token=token,
@@ -388,7 +405,7 @@ class PostgreSQLBackend(Backend):
         where: tuple[str, list[Any]] = ("", []),
         queues: list[str] | None = None,
         flag: tuple[str, list[Any]] | None = None,
-    ) -> Any:
+    ) -> list[tuple[Any, ...]]:
         """One statement: the due candidates FOR UPDATE SKIP LOCKED (claims.due_ranges) with
         room (`where`), as (id, workflow, concurrency_key, rate_limit_key) and `flag`'s value,
         in claim order."""
@@ -407,7 +424,9 @@ class PostgreSQLBackend(Backend):
             cursor.execute(f"{picks}SELECT {columns}{flagged} FROM picked {claims.ORDER}", params)
             return [tuple(row) for row in cursor.fetchall()]
 
-    def lease(self, ids: list[str], *, token: str, owner: str, lease_until: Any, now: Any) -> Any:
+    def lease(
+        self, ids: list[str], *, token: str, owner: str, lease_until: Any, now: Any
+    ) -> tuple[list[Any], int]:
         """One statement: lease the candidates a claim under limits picked (and locked) and
         return them with the last signal id."""
         picked = (
