@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from django.apps import apps
 from django.core.checks import CheckMessage
 from django.db import connections, transaction
-from django.db.models import BooleanField, Case, F, Field, Model, Q, Sum, Value, When
+from django.db.models import BooleanField, Case, F, Model, Q, Sum, Value, When
 from django.db.models.constants import OnConflict
 from django.db.models.expressions import RawSQL
 from django.db.models.fields import AutoFieldMixin
@@ -35,6 +35,7 @@ from ...errors import WorkflowIdConflictError
 from .. import payloads
 from .params import insert_rows_unless_exist, insert_unless_exists, row_values
 from .prepared import Take, prepared_field, take_by_case
+from .schedules import write_by_case
 
 if TYPE_CHECKING:
     from django.db.backends.base.base import BaseDatabaseWrapper
@@ -47,7 +48,6 @@ NOTIFY_CHANNEL = "django_workflows"
 ENDED_CHANNEL = "django_workflows_ended"
 """Where an instance's end wakes result() in other processes (see Backend.notify_ended)."""
 
-_RELEASED = ("lease_token", "lease_owner", "lease_until")  # a schedule's lease, cleared
 
 CLAIM_ORDER = ("priority", "wake_at", "created_at", "id")
 """The claim order, which the partial claim index holds (without lease_until, NULL throughout
@@ -217,40 +217,9 @@ class Backend:
         state, wake time) its own state and wake time, only while `token` is its lease token.
         Hand-written: the ORM's CASE of one When per schedule cost more CPU to build than the
         rest of a tick. Returns the rows written."""
-        model = apps.get_model("django_workflows", "WorkflowSchedule")
-        meta, connection = model._meta, self.connection
-        name = connection.ops.quote_name
-        id, state, wake_at = meta.pk, meta.get_field("state"), meta.get_field("wake_at")
-        ids = [id.get_db_prep_value(row[0], connection) for row in writes]
-        states: list[Any] = []
-        wakes: list[Any] = []
-        for key, (_, value, at) in zip(ids, writes, strict=True):
-            states += [key, state.get_db_prep_save(value, connection)]
-            wakes += [key, wake_at.get_db_prep_save(at, connection)]
-        json_when = f"WHEN %s THEN {self.json_parameter} " * len(writes)
-        time_when = f"WHEN %s THEN {self.datetime_parameter} " * len(writes)
-
-        def quoted(field_name: str) -> str:
-            field = meta.get_field(field_name)
-            assert isinstance(field, Field) and field.column is not None
-            return str(name(field.column))
-
-        names = ("id", "state", "wake_at", "updated_at", "revision", *_RELEASED)
-        column = {f: quoted(f) for f in names}
-        sql = (
-            f"UPDATE {name(meta.db_table)} SET "
-            f"{column['state']} = CASE {column['id']} {json_when}END, "
-            f"{column['wake_at']} = CASE {column['id']} {time_when}END, "
-            f"{column['updated_at']} = %s, "
-            f"{column['revision']} = {column['revision']} + 1, "
-            + ", ".join(f"{column[f]} = NULL" for f in _RELEASED)
-            + f" WHERE {column['id']} IN ({', '.join(['%s'] * len(ids))}) "
-            f"AND {column['lease_token']} = %s"
+        return write_by_case(
+            self.connection, token, now, writes, (self.json_parameter, self.datetime_parameter)
         )
-        updated = meta.get_field("updated_at").get_db_prep_save(now, connection)
-        with connection.cursor() as cursor:
-            cursor.execute(sql, [*states, *wakes, updated, *ids, token])
-            return cursor.rowcount
 
     # Occurrences prepared ahead (prepared.py): their values made ready before the write.
     def prepare_take(
