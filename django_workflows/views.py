@@ -15,7 +15,7 @@ from django.views.decorators.http import require_POST
 from .client import webhooks
 from .conf import database_alias, get_settings
 from .engine.webhooks import read
-from .store.values import to_json
+from .store.jsonvalues import to_json
 
 JSON_TYPES = ("application/json",)
 

@@ -21,7 +21,7 @@ from ..engine.starts import check_key, wake_on_commit
 from ..errors import WorkflowNotFoundError, WorkflowStateError
 from ..jsonvalues import MAX_MESSAGE, check_lookup, check_text
 from ..store import addressed
-from ..store.values import to_json
+from ..store.jsonvalues import to_json
 
 
 def _check(id: Any, name: Any, what: str, *, optional: bool = False) -> None:

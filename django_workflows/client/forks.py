@@ -51,7 +51,7 @@ from ..store import forks as store_forks
 from ..store import instances as store
 from ..store import payloads
 from ..store.deadlocks import retries_deadlocks
-from ..store.values import to_json
+from ..store.jsonvalues import to_json
 
 UNSET: Any = object()
 """fork()'s `input` when not given: the original's."""

@@ -36,9 +36,9 @@ from ..store import attributes as searchable
 from ..store import instances as store
 from ..store import payloads, wakeups
 from ..store.deadlocks import retries_deadlocks
+from ..store.jsonvalues import to_json
 from ..store.published import latest_values
 from ..store.signals import record_signal
-from ..store.values import to_json
 from ..subjects import subject_filter
 
 

@@ -29,8 +29,8 @@ from ..store import instances as store
 from ..store.addressed import timed_out_wait
 from ..store.backends import backend
 from ..store.deadlocks import retries_deadlocks
+from ..store.jsonvalues import to_json
 from ..store.signals import RecordedSignal, record_signal
-from ..store.values import to_json
 
 logger = logging.getLogger("django_workflows")
 

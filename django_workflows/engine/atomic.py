@@ -19,7 +19,7 @@ from django.db import Error, connections, transaction
 
 from .. import errors
 from ..store.backends import backend
-from ..store.values import to_json as store_json
+from ..store.jsonvalues import to_json as store_json
 from . import journal
 from .faults import call_store
 from .interrupts import HandBack, StoreFailed

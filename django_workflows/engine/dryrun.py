@@ -20,7 +20,7 @@ from .. import errors
 from ..definitions import Workflow
 from ..models import WorkflowInstance
 from ..store import instances as store
-from ..store.values import to_json
+from ..store.jsonvalues import to_json
 from . import journal
 from .context import WorkflowContext
 from .guards import Guards

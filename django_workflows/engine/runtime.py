@@ -17,8 +17,8 @@ from django.db import connections
 from .. import clock
 from ..errors import WorkflowPayloadError
 from ..store import instances as store
+from ..store.jsonvalues import to_json
 from ..store.signals import recorded_before, signals_for
-from ..store.values import to_json
 from .faults import call_store
 from .guards import Guards
 from .interrupts import LeaseLost, Unreadable

@@ -31,8 +31,8 @@ from ..store import instances as store
 from ..store import payloads, wakeups
 from ..store.backends import backend
 from ..store.deadlocks import retries_deadlocks
+from ..store.jsonvalues import to_json
 from ..store.published import latest_values
-from ..store.values import to_json
 from ..subjects import subject_key, subject_label
 
 

@@ -28,7 +28,7 @@ from ..engine.starts import wake_on_commit
 from ..models import WorkflowSchedule
 from ..store import ahead as store
 from ..store import schedules as schedule_store
-from ..store.backends.prepared import Take
+from ..store.backends.ahead import Take
 from .batch import MISSED_GRACE, plan
 
 logger = logging.getLogger("django_workflows")

@@ -24,7 +24,7 @@ from ..jsonvalues import check_lookup
 from ..models import Status, WorkflowSchedule
 from ..results import StartResult
 from ..store import schedules as store
-from ..store.values import to_json
+from ..store.jsonvalues import to_json
 from . import timing as timings
 from .declared import declared_in_code
 from .start import start_occurrence

@@ -23,8 +23,8 @@ from django.db import transaction
 from ..attributes import Stored
 from ..models import UNFINISHED, WorkflowInstance, WorkflowSchedule
 from .backends import backend
+from .backends.ahead import Take
 from .backends.params import field_index
-from .backends.prepared import Take
 from .claims import last_signal_id
 from .instances import write_beside
 

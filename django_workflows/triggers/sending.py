@@ -21,7 +21,7 @@ from ..engine.starts import check_key
 from ..errors import WorkflowDefinitionError
 from ..results import SignalResult, StartResult
 from ..schedules.ids import is_occurrence_id
-from ..store.values import to_json
+from ..store.jsonvalues import to_json
 from .mappings import Argument, SignalOn, StartOn, Where, declared, resolve_sender
 
 

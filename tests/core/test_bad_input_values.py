@@ -23,7 +23,7 @@ from django_workflows.models import (
     WorkflowInstance,
     WorkflowSchedule,
 )
-from django_workflows.store.values import PACKET_MARGIN
+from django_workflows.store.jsonvalues import PACKET_MARGIN
 
 pytestmark = pytest.mark.django_db
 

@@ -14,7 +14,7 @@ from django.db import connection
 
 import django_workflows as wf
 from django_workflows.models import JournalEntry, WorkflowInstance
-from django_workflows.store.values import PACKET_MARGIN
+from django_workflows.store.jsonvalues import PACKET_MARGIN
 
 pytestmark = pytest.mark.django_db
 

@@ -33,8 +33,8 @@ from django.db.models.sql import InsertQuery
 from ...attributes import Stored
 from ...errors import WorkflowIdConflictError
 from .. import payloads
+from .ahead import Take, prepared_field, take_by_case
 from .params import insert_rows_unless_exist, insert_unless_exists, row_values
-from .prepared import Take, prepared_field, take_by_case
 from .schedules import write_by_case
 
 if TYPE_CHECKING:
@@ -221,7 +221,7 @@ class Backend:
             self.connection, token, now, writes, (self.json_parameter, self.datetime_parameter)
         )
 
-    # Occurrences prepared ahead (prepared.py): their values made ready before the write.
+    # Occurrences prepared ahead (ahead.py): their values made ready before the write.
     def prepare_take(
         self, id: str, revision: int, own: str, state: Any, wake_at: Any, created_at: Any
     ) -> Any:

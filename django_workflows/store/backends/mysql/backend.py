@@ -16,10 +16,11 @@ from django.db.models import Model
 from django.db.models.constants import OnConflict
 
 from ....models import Signal, Status, StoreLock, Wait, WorkflowInstance
+from ..ahead import Take
 from ..base import Backend, Written, insert
-from ..prepared import Take
 from ..rows import INSTANCE_COLUMNS, InstanceRows
 from ..writes import UNSET, fast_writable, journal_rows, write_changes
+from . import ahead as prepared_sql
 from . import (
     batches as mysql_batches,
 )
@@ -29,7 +30,6 @@ from . import (
 from . import (
     deletes as mysql_deletes,
 )
-from . import prepared as prepared_sql
 from . import (
     procedures as mysql_procedures,
 )

@@ -27,8 +27,8 @@ from ....models import (
     WorkflowInstance,
 )
 from .. import driver
+from ..ahead import Take
 from ..base import ENDED_CHANNEL, NOTIFY_CHANNEL, Backend, Written, insert_rows
-from ..prepared import Take
 from ..rows import InstanceRows
 from ..writes import (
     UNSET,
@@ -38,8 +38,8 @@ from ..writes import (
     unpark_statement,
     write_changes,
 )
+from . import ahead as prepared_sql
 from . import claims, libpq
-from . import prepared as prepared_sql
 from . import rides as rides_sql
 from . import writes as writes_sql
 from .claims import LEASE_CLASS

@@ -1,5 +1,5 @@
 """MySQL's and MariaDB's writes of schedule occurrences prepared ahead of their time
-(prepared.py says what they do). The driver quotes every parameter in Python at the statement:
+(../ahead.py says what they do). The driver quotes every parameter in Python at the statement:
 ten thousand rows of 36 values were most of the write's time. So each value is quoted ahead of
 time, as the driver would quote it, and the statements are sent as written, with no parameter.
 """
@@ -12,8 +12,8 @@ from typing import Any
 from django.db.models import Model
 
 from ....models import WorkflowSchedule
+from ..ahead import CASE_CHUNK, Take, columns, prepared_field, takeable, update_by_case
 from ..params import insert_head_and_suffix, row_values
-from ..prepared import CASE_CHUNK, Take, columns, prepared_field, takeable, update_by_case
 
 INSERT_CHUNK = 2_000  # rows an INSERT sends at most
 

@@ -3,7 +3,8 @@ schedules taken while each is still at the revision its plan was made from, with
 instance in the way of its `overlap`, and the instances' rows, their values prepared before the
 INSERT.
 
-Every database's statements; PostgreSQL's own are in postgresql_prepared.py.
+Every database's statements; PostgreSQL's own are in postgresql/ahead.py, MySQL's in
+mysql/ahead.py.
 """
 
 from __future__ import annotations

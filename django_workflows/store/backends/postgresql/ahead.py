@@ -1,4 +1,4 @@
-"""PostgreSQL's writes of schedule occurrences prepared ahead of their time (prepared.py says
+"""PostgreSQL's writes of schedule occurrences prepared ahead of their time (../ahead.py says
 what they do): one UPDATE ... RETURNING joined to arrays, where a CASE of one WHEN a schedule
 would be compared row by row, and an INSERT of one array a column. Each array's text is written
 ahead of time, element by element, as psycopg would write it: quoting ten thousand rows' values
@@ -15,8 +15,8 @@ from psycopg.adapt import PyFormat, Transformer
 
 from ....jsonvalues import text as json_text
 from ....models import WorkflowSchedule
+from ..ahead import Take, columns, prepared_field, set_and_free
 from ..params import row_fields, row_values
-from ..prepared import Take, columns, prepared_field, set_and_free
 
 
 def array_element(connection: Any, value: Any) -> str:
