@@ -26,7 +26,7 @@ from ..store import wakeups
 from ..store.signals import first_unconsumed
 from . import journal
 from .interrupts import ContinueAsNew
-from .runtime import UNSET
+from .lease import UNSET
 
 if TYPE_CHECKING:
     from .surface import Ending, Surface

@@ -25,9 +25,9 @@ from . import journal
 from .context import WorkflowContext
 from .guards import Guards
 from .interrupts import ReplayEnd
+from .lease import Lease
 from .registry import registry
 from .replay import Replay
-from .runtime import Lease
 from .stops import Stops
 from .surface import Compensation
 

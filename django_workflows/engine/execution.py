@@ -1,5 +1,5 @@
 """One execution of one claimed instance, composed of its parts (guards.py, replay.py, stops.py,
-runtime.py): run it forward, park it, end it, or undo it."""
+lease.py): run it forward, park it, end it, or undo it."""
 
 from __future__ import annotations
 
@@ -30,9 +30,9 @@ from .interrupts import (
     Suspend,
     Unreadable,
 )
+from .lease import Lease
 from .registry import registry
 from .replay import Replay
-from .runtime import Lease
 from .stops import Stops
 from .surface import Compensation
 

@@ -1,7 +1,7 @@
 """The surface of one execution that the `ctx` concerns use (steps.py, waits.py, children.py...),
 declared once: each of them takes `x: Surface` and reaches the execution only through it.
 execution.Execution implements it (and `Ending`, for an undo or a restart) by holding its parts:
-`x.guards` (guards.py), `x.journal` (replay.py), `x.stops` (stops.py), `x.lease` (runtime.py);
+`x.guards` (guards.py), `x.journal` (replay.py), `x.stops` (stops.py), `x.lease` (lease.py);
 dryrun.DryReplay holds the same parts, those that would write or wait replaced. Only
 execution.py and dryrun.py build an execution. This module imports no concern module, and the
 parts' modules import neither it nor a concern: no import goes back up."""
@@ -18,8 +18,8 @@ if TYPE_CHECKING:
     from ..definitions import Workflow
     from ..models import WorkflowInstance
     from .guards import Guards
+    from .lease import Lease
     from .replay import Replay
-    from .runtime import Lease
     from .stops import Stops
 
 
@@ -70,7 +70,7 @@ class Surface(Protocol):
 
     @property
     def lease(self) -> Lease:
-        """The lease, the fenced buffered write, the store calls, the signals read (runtime.py)."""
+        """The lease, the fenced buffered write, the store calls, the signals read (lease.py)."""
 
 
 class Ending(Surface, Protocol):

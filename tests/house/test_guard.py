@@ -187,7 +187,7 @@ def test_a_private_member_used_across_modules_is_reported(tmp_path):
     root = package(
         tmp_path,
         {
-            "engine/runtime.py": """\
+            "engine/lease.py": """\
                 class Runtime:
                     def __init__(self):
                         self._lock = None
