@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from django_workflows.engine.asynccontext import workflow_runner
-from django_workflows.registry import registry
+from django_workflows.engine.registry import registry
 from shop import asyncworkflows
 from shop.workflows import fulfil_order
 
