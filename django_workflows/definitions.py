@@ -208,9 +208,7 @@ class ScheduleOccurrence:
     at: datetime
 
 
-UPDATE_PREFIX = "$update:"
-"""An update is an engine-owned signal, "$update:<name>", keyed by its instance's id."""
-UPDATE_NAME_LENGTH = 247  # with UPDATE_PREFIX, the 255 characters of the signal name's column
+UPDATE_NAME_LENGTH = 247  # with "$update:" before it, the 255 characters of a signal's name
 
 
 def check_update_name(name: Any) -> str:

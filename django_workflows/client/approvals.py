@@ -17,10 +17,11 @@ from django.db import transaction
 
 from .. import clock
 from ..conf import database_alias
+from ..engine.externaltasks import TASK_PREFIX
 from ..engine.starts import check_key, wake_on_commit
 from ..errors import WorkflowNotFoundError, WorkflowStateError
 from ..jsonvalues import MAX_MESSAGE, check_lookup, check_text
-from ..store import addressed
+from ..store import signals
 from ..store.jsonvalues import to_json
 
 
@@ -53,7 +54,7 @@ def resume(id: str, name: str | None = None, *, using: str | None = None) -> str
     using = database_alias(using)
     check_key("id", id, using)
     with transaction.atomic(using=using, savepoint=False):
-        pending = addressed.lock_and_read(using, id, "breakpoint")
+        pending = signals.lock_pending(using, id, "breakpoint")
         refusal = _refusal(
             id, pending, ended="is at no breakpoint", idle="is not waiting at a breakpoint"
         )
@@ -75,9 +76,9 @@ def resume(id: str, name: str | None = None, *, using: str | None = None) -> str
             payload = {"name": name, "at": doc.get("started_at")}
             if pending.generation:
                 payload["generation"] = pending.generation
-            if not addressed.record(
+            if not signals.record_answer(
                 using,
-                signal=addressed.BREAKPOINT_SIGNAL,
+                signal=signals.BREAKPOINT_SIGNAL,
                 id=id,
                 generation=pending.generation,
                 entry=name,
@@ -164,9 +165,9 @@ def _report(
 ) -> None:
     using = database_alias(using)
     check_key("id", id, using)
-    numbered = re.compile(re.escape(f"{addressed.TASK_PREFIX}{name}#") + r"([0-9]+)")
+    numbered = re.compile(re.escape(f"{TASK_PREFIX}{name}#") + r"([0-9]+)")
     with transaction.atomic(using=using, savepoint=False):
-        pending = addressed.lock_and_read(using, id, "task")
+        pending = signals.lock_pending(using, id, "task")
         refusal = _refusal(
             id,
             pending,
@@ -193,9 +194,9 @@ def _report(
             # Past the deadline the timer wins the wait (the engine's rule): refuse, not lose.
             elif deadline is not None and now >= datetime.fromisoformat(deadline):
                 refusal = f"Task {name!r} of instance {id!r} timed out (attempt {number})."
-            elif not addressed.record(
+            elif not signals.record_answer(
                 using,
-                signal=addressed.TASK_SIGNAL,
+                signal=signals.TASK_SIGNAL,
                 id=id,
                 generation=pending.generation,
                 entry=entry,
@@ -218,7 +219,7 @@ def _report(
         raise _error(pending, refusal)
 
 
-def _refusal(id: str, pending: addressed.Pending, *, ended: str, idle: str) -> str | None:
+def _refusal(id: str, pending: signals.Pending, *, ended: str, idle: str) -> str | None:
     """Why `id` cannot be resumed or completed: unknown, finished (`ended`: what it then is
     not, "waits for no task 'x'"), or waiting for nothing addressed (`idle`)."""
     if pending.status is None:
@@ -230,7 +231,7 @@ def _refusal(id: str, pending: addressed.Pending, *, ended: str, idle: str) -> s
     return None
 
 
-def _error(pending: addressed.Pending, message: str) -> Exception:
+def _error(pending: signals.Pending, message: str) -> Exception:
     if pending.status is None:
         return WorkflowNotFoundError(message)
     return WorkflowStateError(message)

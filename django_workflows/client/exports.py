@@ -14,7 +14,7 @@ from typing import Any
 from ..conf import database_alias
 from ..errors import WorkflowNotFoundError
 from ..models import WorkflowInstance
-from ..store.snapshots import snapshot
+from ..store.journals import read_journal
 
 FORMAT = "django-workflows-export"
 FORMAT_VERSION = 1
@@ -57,7 +57,7 @@ def export_instance(id: str, *, using: str | None = None) -> dict[str, Any]:
     one of its payloads."""
     if not isinstance(id, str):
         raise TypeError(f"The instance id must be a string, not {type(id).__name__}.")
-    found = snapshot(database_alias(using), id)
+    found = read_journal(database_alias(using), id)
     if found is None:
         raise WorkflowNotFoundError(f"No workflow instance {id!r}.")
     if found.unreadable is not None:

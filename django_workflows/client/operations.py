@@ -12,6 +12,7 @@ from ..conf import database_alias
 from ..durations import Duration, parse_duration
 from ..engine import journal
 from ..engine.children import close_children, end_signal
+from ..engine.externaltasks import GIVEN_BACK, TASK_PREFIX
 from ..engine.starts import wake_on_commit
 from ..errors import WorkflowNotFoundError, WorkflowStateError
 from ..events import emit
@@ -21,7 +22,6 @@ from ..results import InstanceStatus, PurgeResult
 from ..store import instances as store
 from ..store import maintenance, payloads
 from ..store import workers as worker_registry
-from ..store.addressed import GIVEN_BACK, TASK_PREFIX
 from ..store.signals import record_signal
 from .instances import get_status
 

@@ -17,7 +17,7 @@ from django.db import transaction
 
 from .. import clock
 from ..conf import database_alias
-from ..definitions import UPDATE_PREFIX, check_update_name
+from ..definitions import check_update_name
 from ..engine.registry import registry
 from ..engine.scope import running_step
 from ..engine.starts import check_isolation, check_key, instance_status, wake_on_commit
@@ -26,11 +26,10 @@ from ..events import emit
 from ..models import FINISHED, Signal, Status, WorkflowInstance
 from ..results import InstanceStatus, UpdateResult
 from ..store import instances as store
-from ..store.addressed import timed_out_wait
 from ..store.backends import backend
 from ..store.deadlocks import retries_deadlocks
 from ..store.jsonvalues import to_json
-from ..store.signals import RecordedSignal, record_signal
+from ..store.signals import UPDATE_PREFIX, RecordedSignal, record_signal, timed_out_wait
 
 logger = logging.getLogger("django_workflows")
 

@@ -12,13 +12,12 @@ from django.db import transaction
 from .. import clock
 from ..conf import database_alias
 from ..engine.starts import wake_on_commit
-from ..engine.webhooks import SIGNAL, mint_entry, read, wait_entry
+from ..engine.webhooks import mint_entry, read, wait_entry
 from ..events import emit
 from ..models import UNFINISHED, JournalEntry, Status, WorkflowInstance
-from ..store.addressed import timed_out
 from ..store.backends import backend
 from ..store.deadlocks import retries_deadlocks
-from ..store.signals import record_signal
+from ..store.signals import WEBHOOK_SIGNAL, record_signal, timed_out
 
 COMPLETED = "completed"  # a journal entry's status once done (engine/journal.py's)
 
@@ -78,7 +77,7 @@ def deliver(token: str, body: Any, *, using: str | None = None) -> bool:
                 return False  # the timer has won the wait, whenever a worker gets to it
             recorded = record_signal(
                 using,
-                name=SIGNAL,
+                name=WEBHOOK_SIGNAL,
                 key=key,
                 dedupe_id=key,
                 payload=body,

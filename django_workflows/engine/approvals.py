@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..models import JOURNAL_NAME_LENGTH
-from ..store.addressed import BREAKPOINT_SIGNAL
+from ..store.signals import BREAKPOINT_SIGNAL
 from . import journal
 from .waits import SignalCondition, wait
 

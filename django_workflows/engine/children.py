@@ -19,6 +19,7 @@ from .. import errors
 from ..definitions import DEFAULT_QUEUE
 from ..durations import Duration
 from ..models import KEY_LENGTH, UNFINISHED, Status, WorkflowInstance
+from ..store.signals import CHILD_SIGNAL
 from . import journal, starts
 from .replay import sibling
 from .waits import SignalCondition, Waitable, wait
@@ -27,7 +28,6 @@ if TYPE_CHECKING:
     from .surface import Surface
 
 CHILD_PREFIX = "$child:"  # a child's start's entry: "$child:<id>"
-CHILD_SIGNAL = "$child"  # the signal a child's final write records for its parent, keyed by its id
 PARENT_CLOSE = ("cancel", "terminate", "abandon")
 # A derived child id keeps this much of its parent's id: with "/", 32 hex digits and "#" that
 # leaves 21 digits for n within KEY_LENGTH.

@@ -23,7 +23,7 @@ from .. import errors
 from ..durations import Duration, parse_duration
 from ..jsonvalues import UnstorableValueError
 from ..models import JOURNAL_NAME_LENGTH
-from ..store.addressed import GIVEN_BACK, TASK_PREFIX, TASK_SIGNAL
+from ..store.signals import TASK_SIGNAL
 from . import journal
 from .approvals import addressed_to, completed_before
 from .retries import default_retry
@@ -35,6 +35,10 @@ if TYPE_CHECKING:
     from .surface import Surface
 
 # The longest suffix an attempt's entry adds to the task's name: "#<attempt>:dispatch".
+TASK_PREFIX = "$task:"  # a task attempt's wait: "$task:<name>#<attempt>"
+# The field retry() sets on the entry of the attempt a task gave up at (its wait, or its
+# dispatch when that raised): the task's next attempt is dispatched at once, counted from 1.
+GIVEN_BACK = "attempts_back"
 _SUFFIX = len("#4294967295:dispatch")
 
 

@@ -14,7 +14,7 @@ from ..conf import database_alias
 from ..definitions import Workflow
 from ..errors import WorkflowNonDeterminismError, WorkflowNotFoundError
 from ..models import WorkflowInstance
-from ..store.snapshots import Snapshot, snapshots
+from ..store.journals import InstanceJournal, read_journals
 from ..store.tables import pending_migrations
 from .dryrun import dry_replay
 from .registry import registry
@@ -118,14 +118,14 @@ def check_instances(
     using = database_alias(using)
     check_tables(using)
     return _replayed(
-        snapshots(
+        read_journals(
             using, finished_since=since, workflow=workflow, limit=limit, batch_size=batch_size
         ),
         using,
     )
 
 
-def _replayed(found: Iterator[Snapshot], using: str) -> Iterator[Checked]:
+def _replayed(found: Iterator[InstanceJournal], using: str) -> Iterator[Checked]:
     for stored in found:
         instance = stored.instance
         problem: str | None

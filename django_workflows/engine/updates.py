@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..definitions import UPDATE_PREFIX, check_update_name
+from ..definitions import check_update_name
 from ..durations import Duration
+from ..store.signals import UPDATE_PREFIX
 from .starts import check_key
 from .waits import SignalCondition, timer, wait
 

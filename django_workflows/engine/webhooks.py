@@ -25,15 +25,13 @@ from django.urls import NoReverseMatch, reverse
 from ..conf import get_settings
 from ..durations import Duration
 from ..models import JOURNAL_NAME_LENGTH
+from ..store.signals import WEBHOOK_SIGNAL
 from . import journal, waits
 
 if TYPE_CHECKING:
     from .surface import Surface
 
 URL_NAME = "django_workflows:webhook"
-
-SIGNAL = "$webhook"
-"""The engine's own signal a webhook's POST is delivered as, keyed by the webhook's key."""
 
 
 def new_key() -> str:
@@ -155,7 +153,7 @@ def webhook(x: Surface, name: str) -> Webhook:
 
 def wait(x: Surface, name: str, key: str, timeout: Duration | None) -> Any:
     """The wait for the POST of the webhook `name`: its body, or None past `timeout`."""
-    conditions: dict[str, Any] = {"webhook": waits.SignalCondition(SIGNAL, key, None)}
+    conditions: dict[str, Any] = {"webhook": waits.SignalCondition(WEBHOOK_SIGNAL, key, None)}
     if timeout is not None:
         conditions["timeout"] = waits.timer(timeout)
     return waits.wait(x, wait_entry(name), conditions).value

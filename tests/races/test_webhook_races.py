@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 import django_workflows as wf
-from django_workflows.engine import webhooks
 from django_workflows.models import Signal
+from django_workflows.store.signals import WEBHOOK_SIGNAL
 from tests.webhooks.conftest import post
 
 from .conftest import race, threads_for
@@ -35,7 +35,7 @@ def test_concurrent_posts_of_one_webhook_deliver_once(hooked):
     senders = threads_for(8, sqlite=3)
     results = race([lambda n=n: post(url, {"n": n}).status_code for n in range(senders)])
     assert sorted(results) == [202] + [404] * (senders - 1), results
-    assert Signal.objects.filter(name=webhooks.SIGNAL).count() == 1
+    assert Signal.objects.filter(name=WEBHOOK_SIGNAL).count() == 1
     wf.drain()
     status = wf.get_status("o1")
     assert status.status == "completed", status.error

@@ -9,6 +9,7 @@ import pytest
 import django_workflows as wf
 from django_workflows.engine import webhooks
 from django_workflows.models import JournalEntry, Signal
+from django_workflows.store.signals import WEBHOOK_SIGNAL
 
 from .conftest import post
 
@@ -60,7 +61,7 @@ def test_the_originals_post_completes_only_the_original_then_the_forks_only_the_
     assert wf.get_status("o1").output["body"] == {"to": "original"}
     assert post(original_url, {"again": 1}).status_code == 404
     assert post(fork_url, {"again": 1}).status_code == 404
-    assert Signal.objects.filter(name=webhooks.SIGNAL).count() == 2
+    assert Signal.objects.filter(name=WEBHOOK_SIGNAL).count() == 2
 
 
 def test_the_forks_post_completes_only_the_fork_then_the_originals_only_the_original(
@@ -164,4 +165,4 @@ def test_a_fork_after_the_wait_replays_its_body_and_its_url_opens_nothing(
     assert key_of(fork) == key_of("s1")  # the entry as it was: the replay gives the same
     assert shop == ["reserve", "ship", "ship"]
     assert post(status.output["url"], {"late": True}).status_code == 404
-    assert Signal.objects.filter(name=webhooks.SIGNAL).count() == 1
+    assert Signal.objects.filter(name=WEBHOOK_SIGNAL).count() == 1

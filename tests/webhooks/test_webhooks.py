@@ -13,6 +13,7 @@ import django_workflows as wf
 from django_workflows.engine import webhooks
 from django_workflows.models import JournalEntry, Signal
 from django_workflows.store import payloads
+from django_workflows.store.signals import WEBHOOK_SIGNAL
 
 from .conftest import post, started
 
@@ -71,11 +72,11 @@ def test_a_second_post_is_404_and_stores_nothing(checkout, provider, workflow_cl
     url = provider.callbacks["o1"]
     assert post(url, {"n": 1}).status_code == 202
     assert post(url, {"n": 2}).status_code == 404
-    assert Signal.objects.filter(name=webhooks.SIGNAL).count() == 1
+    assert Signal.objects.filter(name=WEBHOOK_SIGNAL).count() == 1
     wf.drain()
     assert wf.get_status("o1").output["body"] == {"n": 1}
     assert post(url, {"n": 3}).status_code == 404  # and after the instance finished
-    assert Signal.objects.filter(name=webhooks.SIGNAL).count() == 1
+    assert Signal.objects.filter(name=WEBHOOK_SIGNAL).count() == 1
 
 
 def test_a_post_before_the_wait_is_kept_for_it(checkout, provider, workflow_clock):
@@ -190,7 +191,7 @@ def test_only_post_is_allowed(checkout, provider, workflow_clock, client):
 def test_the_body_is_stored_through_the_codec_like_any_signal(checkout, provider, workflow_clock):
     started()
     post(provider.callbacks["o1"], {"card": "4242"})
-    stored = Signal.objects.get(name=webhooks.SIGNAL)
+    stored = Signal.objects.get(name=WEBHOOK_SIGNAL)
     assert payloads.decode_signal(stored).payload == {"card": "4242"}
 
 

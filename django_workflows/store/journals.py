@@ -17,7 +17,7 @@ from . import payloads
 
 
 @dataclass
-class Snapshot:
+class InstanceJournal:
     """One instance as stored, its payloads decoded, and its journal in first-write order.
     `unreadable`: the codec could not read one of its payloads (the rest is then not decoded).
     `malformed`: what is wrong with a journal entry that is not a JSON object (a row written
@@ -29,7 +29,7 @@ class Snapshot:
     malformed: str | None = None
 
 
-def snapshot(using: str, id: str) -> Snapshot | None:
+def read_journal(using: str, id: str) -> InstanceJournal | None:
     """The instance `id` with its journal, decoded; None when there is none. An instance the
     codec cannot read comes back with `unreadable` set."""
     instance = WorkflowInstance.objects.using(using).filter(pk=id).first()
@@ -39,14 +39,14 @@ def snapshot(using: str, id: str) -> Snapshot | None:
     return _decoded(instance, list(rows.values_list("name", "document")))
 
 
-def snapshots(
+def read_journals(
     using: str,
     *,
     finished_since: datetime | None,
     workflow: str | None,
     limit: int | None,
     batch_size: int,
-) -> Iterator[Snapshot]:
+) -> Iterator[InstanceJournal]:
     """Every unfinished instance (and those finished, by their last write, at `finished_since`
     or later), of `workflow` if given, in id order, at most `limit`; read `batch_size`
     instances and their journals at a time, so memory holds one batch, not the table."""
@@ -82,7 +82,9 @@ def snapshots(
             return
 
 
-def _decoded(instance: WorkflowInstance, entries: list[tuple[str, dict[str, Any]]]) -> Snapshot:
+def _decoded(
+    instance: WorkflowInstance, entries: list[tuple[str, dict[str, Any]]]
+) -> InstanceJournal:
     malformed = next(
         (
             f'its journal entry "{name}" is not a JSON object but a {type(document).__name__} '
@@ -102,8 +104,8 @@ def _decoded(instance: WorkflowInstance, entries: list[tuple[str, dict[str, Any]
             for name, document in entries
         ]
     except WorkflowPayloadError as error:
-        return Snapshot(instance, entries, unreadable=error, malformed=malformed)
-    return Snapshot(instance, journal, malformed=malformed)
+        return InstanceJournal(instance, entries, unreadable=error, malformed=malformed)
+    return InstanceJournal(instance, journal, malformed=malformed)
 
 
 def _cut(document: Any) -> str:
