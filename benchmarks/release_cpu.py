@@ -47,6 +47,7 @@ def main() -> None:
     from django_workflows.models import Status
     from django_workflows.store import instances as store
     from django_workflows.store.backends import backend
+    from django_workflows.store.backends.writes import ClaimRequest
 
     call_command("migrate", verbosity=0)
     count = int(next((a for a in sys.argv[1:] if a.isdigit()), 1000))
@@ -81,12 +82,14 @@ def main() -> None:
         "a release": sql_of(lambda: store.write("default", held.id, "t", release())),
         "a claim of five": sql_of(
             lambda: backend("default").claim(
-                owner="o",
-                token="c",
-                now=clock.now(),
-                lease_until=clock.now() + LEASE,
-                limit=5,
-                workflows=pairs,
+                ClaimRequest(
+                    owner="o",
+                    token="c",
+                    now=clock.now(),
+                    lease_until=clock.now() + LEASE,
+                    limit=5,
+                    workflows=pairs,
+                )
             )
         ),
     }

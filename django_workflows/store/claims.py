@@ -22,6 +22,7 @@ from ..errors import WorkflowPayloadError
 from ..models import JournalEntry, WorkflowInstance
 from . import limits, payloads
 from .backends import backend
+from .backends.writes import ClaimRequest
 from .deadlocks import retries_deadlocks
 
 
@@ -83,16 +84,8 @@ def claim(
         if concurrency or rates
         else None
     )
-    claimed, last = backend(using).claim(
-        owner=owner,
-        token=token,
-        now=now,
-        lease_until=lease_until,
-        limit=limit,
-        workflows=workflows,
-        queues=queues,
-        pick=pick,
-    )
+    request = ClaimRequest(owner, token, now, lease_until, limit, workflows, queues)
+    claimed, last = backend(using).claim(request, pick)
     # The journals after the commit: nobody else writes them while leased, and under MySQL's
     # REPEATABLE READ the claim's snapshot (taken by its first read, before the instances were
     # locked) could miss the previous lease holder's last write.

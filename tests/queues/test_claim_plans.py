@@ -26,6 +26,7 @@ from django_workflows import clock
 from django_workflows.engine.registry import registry
 from django_workflows.models import Status, WorkflowInstance
 from django_workflows.store import instances as store
+from django_workflows.store.backends.writes import ClaimRequest
 from django_workflows.store.limits import ConcurrencyRule
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -76,7 +77,7 @@ def claim_plan(queues: list[str] | None) -> list[dict[str, Any]]:
     """The nodes of the plan of the worker's claim (EXPLAIN ANALYZE, rolled back)."""
     from django_workflows.store.backends.postgresql import claims as postgresql_claims
 
-    sql, params = postgresql_claims.claim_sql(**a_claim(), queues=queues)
+    sql, params = postgresql_claims.claim_sql(ClaimRequest(**a_claim(), queues=queues))
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}", params)
         (document,) = cursor.fetchone()

@@ -12,6 +12,7 @@ from django_workflows import clock
 from django_workflows.models import JournalEntry, Signal, Wait, WorkflowInstance
 from django_workflows.store import instances as store
 from django_workflows.store.backends.base import Backend
+from django_workflows.store.backends.writes import ClaimRequest
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -32,7 +33,8 @@ def due(id: str, *, priority: int = 0, ago: int = 10, workflow: str = "w") -> Wo
 
 def claim(generic: Backend, limit: int = 10, **more):
     now = clock.now()
-    return generic.claim(
+    pick = more.pop("pick", None)
+    request = ClaimRequest(
         owner="a worker",
         token=more.pop("token", "t-1"),
         now=now,
@@ -41,6 +43,7 @@ def claim(generic: Backend, limit: int = 10, **more):
         workflows=[("w", 1)],
         **more,
     )
+    return generic.claim(request, pick)
 
 
 def test_the_generic_claim_leases_the_due_instances_in_claim_order():

@@ -1,27 +1,30 @@
 """The backend of each database alias: the one place that picks a class by the connection's
 vendor, once per alias.
 
-The classes are named by dotted path, as Django's own database backends are in ENGINE: a
-backend's module reads the models, and the models ask the backend for their key columns'
-collation, so only the chosen one is imported, when first asked for.
+The classes are named by dotted path, as Django's own database backends are in ENGINE, and
+imported when first asked for: a backend's module reads the models, and the models import
+this package for their key columns' collation (collations.py), before the models exist.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.core.signals import setting_changed
 from django.db import connections
 from django.utils.module_loading import import_string
 
-from .base import Backend
+if TYPE_CHECKING:
+    from .base import Backend
 
 CLASSES = {
     "postgresql": "django_workflows.store.backends.postgresql.backend.PostgreSQLBackend",
     "mysql": "django_workflows.store.backends.mysql.backend.MySQLBackend",
     "sqlite": "django_workflows.store.backends.sqlite.SQLiteBackend",
 }
-"""The backend class of each Django vendor; any other database gets the base Backend."""
+"""The backend class of each Django vendor."""
+GENERIC = "django_workflows.store.backends.base.Backend"
+"""Any other database's: the ORM's body of each operation."""
 
 _backends: dict[str, Backend] = {}
 
@@ -34,8 +37,7 @@ def backend(using: str) -> Backend:
         return _backends[using]
     except KeyError:
         pass
-    path = CLASSES.get(connections[using].vendor)
-    cls: type[Backend] = import_string(path) if path else Backend
+    cls: type[Backend] = import_string(CLASSES.get(connections[using].vendor, GENERIC))
     return _backends.setdefault(using, cls(using))
 
 

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.apps import apps
 from django.db.models import Field, Model
+
+from ...models import WorkflowInstance, WorkflowSchedule
 
 CASE_CHUNK = 500  # schedules a CASE statement takes: its WHENs are compared row by row
 
@@ -38,8 +39,8 @@ class Take:
 def columns(connection: Any) -> tuple[str, dict[str, str], str, dict[str, str]]:
     """The schedules' table and columns, and the instances' table and columns, quoted."""
     quote = connection.ops.quote_name
-    schedules = apps.get_model("django_workflows", "WorkflowSchedule")._meta
-    instances = apps.get_model("django_workflows", "WorkflowInstance")._meta
+    schedules = WorkflowSchedule._meta
+    instances = WorkflowInstance._meta
 
     def quoted(meta: Any, names: tuple[str, ...]) -> dict[str, str]:
         found = {}
@@ -96,10 +97,10 @@ def takeable(
     row locks; SQLite's write lock is taken): the rows and revisions their plans were made
     from, not paused, no live lease,
     and no unfinished instance in the way of `overlap`."""
-    schedule = apps.get_model("django_workflows", "WorkflowSchedule")
-    instance = apps.get_model("django_workflows", "WorkflowInstance")
     wanted = {take.id: take for take in takes}
-    rows = schedule.objects.using(connection.alias).filter(pk__in=list(wanted), paused=False)
+    rows = WorkflowSchedule.objects.using(connection.alias).filter(
+        pk__in=list(wanted), paused=False
+    )
     rows = rows.exclude(lease_until__gte=now)
     if connection.features.has_select_for_update:
         rows = rows.select_for_update()
@@ -108,7 +109,7 @@ def takeable(
         for id, revision, created_at in rows.values_list("id", "revision", "created_at")
         if (revision, created_at) == (wanted[id].revision, wanted[id].created_at)
     ]
-    in_the_way = instance.objects.using(connection.alias).filter(
+    in_the_way = WorkflowInstance.objects.using(connection.alias).filter(
         schedule_id__in=[take.id for take in found if take.overlap], status__in=unfinished
     )
     blocked = {
@@ -125,9 +126,8 @@ def take_by_case(
     """Backend.take_schedules(): takeable() ones written in UPDATEs of CASE_CHUNK schedules
     each. `values`: (state, wake time), prepared for the database."""
     taken = takeable(connection, now, takes, unfinished)
-    schedule = apps.get_model("django_workflows", "WorkflowSchedule")
     table, column, _, _ = columns(connection)
-    updated_at = prepared_field(connection, schedule, "updated_at", now)
+    updated_at = prepared_field(connection, WorkflowSchedule, "updated_at", now)
     with connection.cursor() as cursor:
         for first in range(0, len(taken), CASE_CHUNK):
             chunk = taken[first : first + CASE_CHUNK]

@@ -20,7 +20,6 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from django.apps import apps
 from django.core.checks import CheckMessage
 from django.db import connections, transaction
 from django.db.models import BooleanField, Case, F, Model, Q, Sum, Value, When
@@ -32,6 +31,18 @@ from django.db.models.sql import InsertQuery
 
 from ...attributes import Stored
 from ...errors import WorkflowIdConflictError
+from ...models import (
+    FINISHED,
+    InstanceAttribute,
+    InstanceTag,
+    JournalEntry,
+    Signal,
+    Status,
+    Wait,
+    WakeupCounter,
+    WorkflowInstance,
+    WorkflowSchedule,
+)
 from .. import payloads
 from .ahead import Take, prepared_field, take_by_case
 from .params import insert_rows_unless_exist, insert_unless_exists, row_values
@@ -40,7 +51,7 @@ from .schedules import write_by_case
 if TYPE_CHECKING:
     from django.db.backends.base.base import BaseDatabaseWrapper
 
-    from .writes import InstanceWrite, Ride
+    from .writes import ClaimRequest, InstanceWrite, Ride
 
 NOTIFY_CHANNEL = "django_workflows"
 """Where a start or signal wakes the workers of other processes (see Backend.notify)."""
@@ -74,8 +85,7 @@ class Written(NamedTuple):
 def attribute_row(id: str, name: str, value: Stored, created_at: Any) -> Any:
     """The InstanceAttribute row of search attribute `name` of instance `id`, created at
     `created_at` (each attribute row keeps a copy of its instance's creation time)."""
-    model = apps.get_model("django_workflows", "InstanceAttribute")  # models import this module
-    return model(
+    return InstanceAttribute(
         instance_id=id,
         name=name,
         kind=value.kind,
@@ -225,10 +235,9 @@ class Backend:
     def prepare_take(
         self, id: str, revision: int, own: str, state: Any, wake_at: Any, created_at: Any
     ) -> Any:
-        schedule = apps.get_model("django_workflows", "WorkflowSchedule")
         return (
-            prepared_field(self.connection, schedule, "state", state),
-            prepared_field(self.connection, schedule, "wake_at", wake_at),
+            prepared_field(self.connection, WorkflowSchedule, "state", state),
+            prepared_field(self.connection, WorkflowSchedule, "wake_at", wake_at),
         )
 
     def prepare_row(self, obj: Model) -> list[Any]:
@@ -251,20 +260,10 @@ class Backend:
     # what its way cannot do to these.
 
     def claim(
-        self,
-        *,
-        owner: str,
-        token: str,
-        now: Any,
-        lease_until: Any,
-        limit: int,
-        workflows: list[tuple[str, int]],
-        queues: list[str] | None = None,
-        pick: Callable[[], list[str]] | None = None,
+        self, request: ClaimRequest, pick: Callable[[], list[str]] | None = None
     ) -> tuple[list[Any], int]:
-        """Lease up to `limit` due instances of `workflows` (in `queues`, sorted; None: every
-        queue) to `owner` with `token` until `lease_until`: (the instances in claim order, the
-        last signal id). `pick`, for a claim under limits: the ids to lease, chosen inside the
+        """Lease what `request` asks for: (the instances in claim order, the last signal id).
+        `pick`, for a claim under limits: the ids to lease, chosen inside the
         claim's transaction after its write lock (store/limits.py, which reads the candidates
         by claim_candidates()); without it, the first `limit` due candidates. In one
         transaction: the candidates, then their lease (lease())."""
@@ -275,12 +274,21 @@ class Backend:
                 ids = pick()
             else:
                 found = self.claim_candidates(
-                    now=now, limit=limit, workflows=workflows, queues=queues
+                    now=request.now,
+                    limit=request.limit,
+                    workflows=request.workflows,
+                    queues=request.queues,
                 )
                 ids = [row[0] for row in found]
             if not ids:
                 return [], 0
-            return self.lease(ids, token=token, owner=owner, lease_until=lease_until, now=now)
+            return self.lease(
+                ids,
+                token=request.token,
+                owner=request.owner,
+                lease_until=request.lease_until,
+                now=request.now,
+            )
 
     def claim_candidates(
         self,
@@ -306,7 +314,6 @@ class Backend:
         the first free one. A lapsed lease whose renewal waits for the row (lapsed_lease_free)
         is left out after the lapsed range is read, so its try-lock runs for `limit` rows at
         most."""
-        from ...models import WorkflowInstance  # the models import this package (collations)
 
         rows = WorkflowInstance.objects.using(self.alias).filter(
             functools.reduce(operator.or_, (Q(workflow=n, version=v) for n, v in workflows))
@@ -347,7 +354,6 @@ class Backend:
         free: (the instances in claim order, the last signal id). The conditions again, in the
         UPDATE itself: where the database cannot skip locked rows (SQLite) this is what keeps
         two claims from leasing one instance."""
-        from ...models import Status, WorkflowInstance
 
         rows = WorkflowInstance.objects.using(self.alias)
         due = Q(wake_at__lte=now) & (
@@ -377,7 +383,7 @@ class Backend:
 
     @functools.cached_property
     def _last_signal_sql(self) -> str:
-        meta = apps.get_model("django_workflows", "Signal")._meta
+        meta = Signal._meta
         name = self.connection.ops.quote_name
         return f"SELECT MAX({name(str(meta.pk.column))}) FROM {name(meta.db_table)}"
 
@@ -388,7 +394,6 @@ class Backend:
         is the instance's lease token: the flags as stored, or None (having written nothing)
         when the lease is gone. The ORM's statements, in one transaction that locks the row by
         its lease token first. `ride`: nothing rides here (see Ride)."""
-        from ...models import FINISHED, JournalEntry, Status, Wait, WorkflowInstance
 
         with self.write_transaction():
             self.take_write_lock()
@@ -470,20 +475,21 @@ class Backend:
             operator.or_,
             (Q(name=s, key=k) if k is not None else Q(name=s, key__isnull=True) for s, k in waits),
         )
-        signals = apps.get_model("django_workflows", "Signal").objects.using(self.alias)
+        signals = Signal.objects.using(self.alias)
         return bool(signals.filter(matches, id__gt=cursor).exists())
 
     def write_attributes(self, id: str, changes: dict[str, Stored | None], created_at: Any) -> None:
         """Set (upsert) or, for None, remove search attributes of instance `id`, created at
         `created_at`, inside the lease holder's write."""
-        model = apps.get_model("django_workflows", "InstanceAttribute")
         removed = [name for name, value in changes.items() if value is None]
         kept = {name: value for name, value in changes.items() if value is not None}
         if removed:
-            rows = model.objects.using(self.alias).filter(instance_id=id, name__in=removed)
+            rows = InstanceAttribute.objects.using(self.alias).filter(
+                instance_id=id, name__in=removed
+            )
             rows._raw_delete(self.alias)
         if kept:
-            model.objects.using(self.alias).bulk_create(
+            InstanceAttribute.objects.using(self.alias).bulk_create(
                 [attribute_row(id, name, value, created_at) for name, value in kept.items()],
                 **self.upsert_kwargs(["instance", "name"], list(ATTRIBUTE_COLUMNS)),
             )
@@ -491,8 +497,7 @@ class Backend:
     def unpark_key(self, workflow: str, key: str) -> int:
         """A lease of (workflow, key) ended, in this transaction, after the lease holder's row
         was locked: put back the key's parked instances (store/parking.py). How many."""
-        model = apps.get_model("django_workflows", "WorkflowInstance")
-        rows = model.objects.using(self.alias)
+        rows = WorkflowInstance.objects.using(self.alias)
         return int(
             rows.filter(workflow=workflow, concurrency_key=key, parked=True).update(parked=False)
         )
@@ -505,11 +510,10 @@ class Backend:
         it is new, its key). A `dedupe_id` sent before returns that signal (WorkflowIdConflictError
         if its key differs). A payload the codec seals is bound to the row's id, so it is
         written after the INSERT gave it one; any other goes in with it (insert_signal())."""
-        model = apps.get_model("django_workflows", "Signal")
         if dedupe_id is not None:
             # A locking read: on MySQL it sees rows committed after the transaction's snapshot.
             earlier = (
-                model.objects.using(self.alias)
+                Signal.objects.using(self.alias)
                 .select_for_update()
                 .filter(name=name, dedupe_id=dedupe_id)
                 .values_list("id", "key")
@@ -522,7 +526,7 @@ class Backend:
                         f"{earlier[1]!r}, not {key!r}."
                     )
                 return earlier[0], 0, False, earlier[1]
-        signal = model(name=name, key=key, dedupe_id=dedupe_id, created_at=now)
+        signal = Signal(name=name, key=key, dedupe_id=dedupe_id, created_at=now)
         if not payloads.seals_signal(payload):
             stored = payloads.encode_signal(signal, payload)
             id, woken = self.insert_signal(
@@ -531,7 +535,7 @@ class Backend:
             return id, woken, True, key
         signal.save(using=self.alias, force_insert=True)
         signal.payload = payloads.encode_signal(signal, payload)
-        model.objects.using(self.alias).filter(pk=signal.pk).update(payload=signal.payload)
+        Signal.objects.using(self.alias).filter(pk=signal.pk).update(payload=signal.payload)
         return signal.id, self.wake_waiters(name=name, key=key, now=now), True, key
 
     def insert_signal(
@@ -539,8 +543,7 @@ class Backend:
     ) -> tuple[int, int]:
         """Insert a signal with `payload` as stored and make due its waiters (wake_waiters()),
         under the exclusive signal lock the caller holds: (the signal's id, how many woken)."""
-        model = apps.get_model("django_workflows", "Signal")
-        signal = model(name=name, key=key, dedupe_id=dedupe_id, payload=payload, created_at=now)
+        signal = Signal(name=name, key=key, dedupe_id=dedupe_id, payload=payload, created_at=now)
         signal.save(using=self.alias, force_insert=True)
         return signal.id, self.wake_waiters(name=name, key=key, now=now)
 
@@ -549,16 +552,17 @@ class Backend:
         attributes) without a cascade collector, the dependents first: how many instances.
         A thousand ids at a time (with ten thousand in one list PostgreSQL read the whole
         instance table, 0.34 s of a purge batch with 1,060,000 rows)."""
-        get = functools.partial(apps.get_model, "django_workflows")
-        dependents = [get(n) for n in ("JournalEntry", "Wait", "InstanceTag", "InstanceAttribute")]
         deleted = 0
         for start in range(0, len(ids), DELETE_CHUNK):
             chunk = ids[start : start + DELETE_CHUNK]
-            for model in dependents:
-                model.objects.using(self.alias).filter(instance_id__in=chunk)._raw_delete(
-                    self.alias
-                )
-            rows = get("WorkflowInstance").objects.using(self.alias).filter(pk__in=chunk)
+            for dependents in (
+                JournalEntry.objects.using(self.alias),
+                Wait.objects.using(self.alias),
+                InstanceTag.objects.using(self.alias),
+                InstanceAttribute.objects.using(self.alias),
+            ):
+                dependents.filter(instance_id__in=chunk)._raw_delete(self.alias)
+            rows = WorkflowInstance.objects.using(self.alias).filter(pk__in=chunk)
             deleted += rows._raw_delete(self.alias)
         return deleted
 
@@ -576,16 +580,16 @@ class Backend:
             )
         at = self.connection.ops.adapt_datetimefield_value(now)
         with self.connection.cursor() as cursor:
-            # "suspended": Status.SUSPENDED (the models import this module)
-            cursor.execute(sql, [at, at, at, "suspended", name, *([key] if keyed else [])])
+            cursor.execute(
+                sql, [at, at, at, Status.SUSPENDED.value, name, *([key] if keyed else [])]
+            )
             return cursor.rowcount
 
     def listed_queues(self, limit: int) -> list[str]:
         """Up to `limit` queues, sorted, for the admin's queue filter: those of the instances
         with a wake time, read from the partial claim index dw_instance_queue_due, which holds
         only those (never from the finished instances)."""
-        model = apps.get_model("django_workflows", "WorkflowInstance")  # models import this module
-        rows = model.objects.using(self.alias).filter(wake_at__isnull=False)
+        rows = WorkflowInstance.objects.using(self.alias).filter(wake_at__isnull=False)
         queues = rows.order_by("queue").values_list("queue", flat=True).distinct()
         return list(queues[:limit])
 
@@ -646,23 +650,20 @@ class Backend:
                 return
             # The row's first count (or the first since a flush); if another thread's first
             # count inserted it meanwhile, count in it.
-            model = apps.get_model("django_workflows", "WakeupCounter")
-            if not self.insert_ignore(model(shard=shard, count=1)):
+            if not self.insert_ignore(WakeupCounter(shard=shard, count=1)):
                 cursor.execute(self._count_wakeup_sql, [shard])
 
     @functools.cached_property
     def _count_wakeup_sql(self) -> str:
-        model = apps.get_model("django_workflows", "WakeupCounter")  # models import this module
         quote = self.connection.ops.quote_name
-        table, count, shard = (quote(model._meta.db_table), quote("count"), quote("shard"))
+        table, count, shard = (quote(WakeupCounter._meta.db_table), quote("count"), quote("shard"))
         return f"UPDATE {table} SET {count} = {count} + 1 WHERE {shard} = %s"
 
     def wakeup_mark(self) -> Any:
         """A value that changes whenever a start or signal commits in any process (notify()):
         the sum of the wake-up counts, one primary-key range read of a few rows. Read it
         outside a transaction, for a fresh snapshot each time."""
-        model = apps.get_model("django_workflows", "WakeupCounter")
-        return model.objects.using(self.alias).aggregate(total=Sum("count"))["total"]
+        return WakeupCounter.objects.using(self.alias).aggregate(total=Sum("count"))["total"]
 
     def notify_ended(self, instance_id: str) -> None:
         """Wake result() waiting in other processes for `instance_id`, at the commit."""
@@ -717,8 +718,8 @@ def insert_rows(
 def _wake_waiters_sql(connection: Any, keyed: bool) -> str:
     """Backend.wake_waiters()'s UPDATE on `connection`'s database, for a key (`keyed`) or
     none: its parameters are the wake time thrice, the status, the signal's name, the key."""
-    instances = apps.get_model("django_workflows", "WorkflowInstance")._meta
-    waits = apps.get_model("django_workflows", "Wait")._meta
+    instances = WorkflowInstance._meta
+    waits = Wait._meta
     quote = connection.ops.quote_name
 
     def column(meta: Any, name: str) -> str:

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.apps import apps
 from django.db.models import Field
+
+from ...models import WorkflowSchedule
 
 _RELEASED = ("lease_token", "lease_owner", "lease_until")  # a schedule's lease, cleared
 
@@ -22,8 +23,7 @@ def write_by_case(
     time, only while `token` is its lease token: the rows written. `parameters`: the
     placeholders of a JSON value and of a datetime where a CASE gives them (PostgreSQL must be
     told their types)."""
-    model = apps.get_model("django_workflows", "WorkflowSchedule")
-    meta = model._meta
+    meta = WorkflowSchedule._meta
     name = connection.ops.quote_name
     id, state, wake_at = meta.pk, meta.get_field("state"), meta.get_field("wake_at")
     ids = [id.get_db_prep_value(row[0], connection) for row in writes]

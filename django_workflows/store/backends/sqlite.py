@@ -20,7 +20,7 @@ from .rows import INSTANCE_COLUMNS, InstanceRows
 from .writes import UNSET, fast_writable, unpark_statement, write_changes
 
 if TYPE_CHECKING:
-    from .writes import InstanceWrite, Ride
+    from .writes import ClaimRequest, InstanceWrite, Ride
 
 _FLAGS = ("cancel_requested", "terminate_requested", "cancel_reason", "awaited")
 """What a lease holder's write reads back, in this order (write())."""
@@ -209,16 +209,7 @@ class SQLiteBackend(Backend):
         return built  # type: ignore[no-any-return]
 
     def claim(
-        self,
-        *,
-        owner: str,
-        token: str,
-        now: Any,
-        lease_until: Any,
-        limit: int,
-        workflows: list[tuple[str, int]],
-        queues: list[str] | None = None,
-        pick: Callable[[], list[str]] | None = None,
+        self, request: ClaimRequest, pick: Callable[[], list[str]] | None = None
     ) -> tuple[list[Any], int]:
         """Without limits, four statements in one transaction, at this process's turn to
         write: pick the due candidates in claim order, lease them, read the last signal id and
@@ -226,20 +217,11 @@ class SQLiteBackend(Backend):
         instance. Under limits (`pick`), the generic claim, with this backend's candidates'
         scan."""
         if pick is not None:
-            return super().claim(
-                owner=owner,
-                token=token,
-                now=now,
-                lease_until=lease_until,
-                limit=limit,
-                workflows=workflows,
-                queues=queues,
-                pick=pick,
-            )
+            return super().claim(request, pick)
         connection = self.connection
         table = WorkflowInstance._meta.db_table
         adapt = connection.ops.adapt_datetimefield_value
-        claimable, filters = _claimable(workflows, queues)
+        claimable, filters = _claimable(request.workflows, request.queues)
         columns = "id, priority, wake_at, created_at"
         # Two ranges, as Backend.claim_candidates reads them: the free due instances from the
         # partial index dw_instance_due (no live lease in it), in its order, and the few whose
@@ -255,7 +237,16 @@ class SQLiteBackend(Backend):
             f"ORDER BY priority, wake_at, created_at, id LIMIT %s)"
             f") ORDER BY priority, wake_at, created_at, id LIMIT %s"
         )
-        params = [adapt(now), *filters, limit, adapt(now), adapt(now), *filters, limit, limit]
+        params = [
+            adapt(request.now),
+            *filters,
+            request.limit,
+            adapt(request.now),
+            adapt(request.now),
+            *filters,
+            request.limit,
+            request.limit,
+        ]
         with self.write_transaction(), connection.cursor() as cursor:
             self._take_write_lock(connection)  # Django 4.2: the lock before a read
             cursor.execute(select, params)
@@ -268,10 +259,10 @@ class SQLiteBackend(Backend):
                 f"runs = runs + 1, updated_at = %s, "
                 f"status = CASE WHEN status = %s THEN status ELSE %s END WHERE id IN ({marks})",
                 [
-                    token,
-                    owner,
-                    adapt(lease_until),
-                    adapt(now),
+                    request.token,
+                    request.owner,
+                    adapt(request.lease_until),
+                    adapt(request.now),
                     Status.COMPENSATING,
                     Status.RUNNING,
                     *ids,
@@ -282,7 +273,7 @@ class SQLiteBackend(Backend):
             cursor.execute(
                 f"SELECT {INSTANCE_COLUMNS} FROM {table} WHERE lease_token = %s AND id IN "
                 f"({marks}) ORDER BY priority, wake_at, created_at, id",
-                [token, *ids],
+                [request.token, *ids],
             )
             claimed = self.rows.instances(connection, cursor.fetchall())
         return claimed, last

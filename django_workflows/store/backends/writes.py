@@ -1,5 +1,5 @@
-"""A lease holder's write as the store hands it to a backend (InstanceWrite, with its Release
-and the Ride of a claim on it), and what the hand-written fast writes of the server backends
+"""A claim and a lease holder's write as the store hands them to a backend (ClaimRequest;
+InstanceWrite, with its Release and the Ride of a claim on it), and what the hand-written fast writes of the server backends
 share: which writes may take them, the columns a write changes, and which writes the
 database's own routines carry (PostgreSQL's functions, MySQL's and MariaDB's procedures)."""
 
@@ -12,6 +12,21 @@ from typing import Any
 
 from ...attributes import Stored
 from ...models import FINISHED, Status, WorkflowInstance
+
+
+@dataclass(frozen=True)
+class ClaimRequest:
+    """A claim as the store hands it to a backend: lease up to `limit` due instances of
+    `workflows` (name, version) in `queues` (sorted; None: every queue) to `owner` with
+    `token` until `lease_until`, due at `now`."""
+
+    owner: str
+    token: str
+    now: datetime
+    lease_until: datetime
+    limit: int
+    workflows: list[tuple[str, int]]
+    queues: list[str] | None = None
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ from . import (
 from .batches import Statement
 
 if TYPE_CHECKING:
-    from ..writes import InstanceWrite, Ride
+    from ..writes import ClaimRequest, InstanceWrite, Ride
 
 SIGNAL_LOCK_NAME = "signals"
 """The StoreLock row that signals lock exclusively and writes registering waits shared."""
@@ -384,16 +384,7 @@ class MySQLBackend(Backend):
         self._procedures.forget()
 
     def claim(
-        self,
-        *,
-        owner: str,
-        token: str,
-        now: Any,
-        lease_until: Any,
-        limit: int,
-        workflows: list[tuple[str, int]],
-        queues: list[str] | None = None,
-        pick: Callable[[], list[str]] | None = None,
+        self, request: ClaimRequest, pick: Callable[[], list[str]] | None = None
     ) -> tuple[list[Any], int]:
         """Without limits, one transaction in two round trips: START TRANSACTION with the
         priorities' read and the scans of the default priority, the candidates locked (SKIP
@@ -403,16 +394,7 @@ class MySQLBackend(Backend):
         the worker's and the server's CPU. Under limits (`pick`), the generic claim with this
         backend's candidates' scan and lease."""
         if pick is not None:
-            return super().claim(
-                owner=owner,
-                token=token,
-                now=now,
-                lease_until=lease_until,
-                limit=limit,
-                workflows=workflows,
-                queues=queues,
-                pick=pick,
-            )
+            return super().claim(request, pick)
         connection = self.connection
         # Under REPEATABLE READ the scans' gap locks cover where the leased rows' new index
         # entries go (lease_until is in the claim index): concurrent claims would deadlock.
@@ -421,12 +403,21 @@ class MySQLBackend(Backend):
         commit: list[Statement] = [("COMMIT", [])] if own else []
         try:
             begin: list[Statement] = [("START TRANSACTION", [])] if own else []
-            ids = self._candidates(connection, now, limit, workflows, queues=queues, begin=begin)
+            ids = self._candidates(
+                connection,
+                request.now,
+                request.limit,
+                request.workflows,
+                queues=request.queues,
+                begin=begin,
+            )
             if not ids:
                 if own:
                     mysql_batches.results(connection, commit)
                 return [], 0
-            lease = _lease_statements(connection, ids, token, owner, now, lease_until)
+            lease = _lease_statements(
+                connection, ids, request.token, request.owner, request.now, request.lease_until
+            )
             found = mysql_batches.results(connection, lease + commit)
         except BaseException:
             if own:

@@ -40,12 +40,11 @@ from ..writes import (
 )
 from . import ahead as prepared_sql
 from . import claims, libpq
-from . import rides as rides_sql
 from . import writes as writes_sql
 from .claims import LEASE_CLASS
 
 if TYPE_CHECKING:
-    from ..writes import InstanceWrite, Ride
+    from ..writes import ClaimRequest, InstanceWrite, Ride
 
 logger = logging.getLogger("django_workflows")
 
@@ -78,7 +77,7 @@ class PostgreSQLBackend(Backend):
         super().__init__(alias)
         self.rows = InstanceRows(alias)  # the claim's read-back
         self._functions = writes_sql.functions()  # whether the database has the write functions
-        self._ride_function = rides_sql.function()  # and the function a claim rides on
+        self._ride_function = claims.ride_function()  # and the function a claim rides on
 
     def check(self) -> list[CheckMessage]:
         """E004: transactions stricter than READ COMMITTED."""
@@ -334,10 +333,10 @@ class PostgreSQLBackend(Backend):
         return self._ride_function.available(self.connection)
 
     def _ride(self, params: list[Any], write: InstanceWrite, ride: Ride) -> Written | None:
-        """dw_final_write_ride_v1's call (postgresql/rides.py) with dw_final_write_v1's
+        """dw_final_write_ride_v1's call (postgresql/claims.py) with dw_final_write_v1's
         `params`: the flags, and ([the instance it leased, if any], the last signal id); None
         when the lease is gone."""
-        more = rides_sql.ride_params(
+        more = claims.ride_params(
             owner=ride.owner,
             token=ride.token,
             lease_until=write.now + ride.lease_duration,
@@ -345,7 +344,7 @@ class PostgreSQLBackend(Backend):
             queue=ride.queues[0] if ride.queues else None,
         )
         row = libpq.call_row(
-            self.connection, rides_sql.RIDE_CALL, [*params, *more], rides_sql.COLUMNS, prepare=True
+            self.connection, claims.RIDE_CALL, [*params, *more], claims.RIDE_COLUMNS, prepare=True
         )
         if row is None:
             return None
@@ -359,41 +358,15 @@ class PostgreSQLBackend(Backend):
         self._ride_function.forget()
 
     def claim(
-        self,
-        *,
-        owner: str,
-        token: str,
-        now: Any,
-        lease_until: Any,
-        limit: int,
-        workflows: list[tuple[str, int]],
-        queues: list[str] | None = None,
-        pick: Callable[[], list[str]] | None = None,
+        self, request: ClaimRequest, pick: Callable[[], list[str]] | None = None
     ) -> tuple[list[Any], int]:
         """Without limits, one statement (claims.claim_sql): pick the due candidates FOR UPDATE
         SKIP LOCKED, lease them, and return them with the last signal id. Under limits
         (`pick`), the generic claim with this backend's candidates' scan and lease, one
         statement each."""
         if pick is not None:
-            return super().claim(
-                owner=owner,
-                token=token,
-                now=now,
-                lease_until=lease_until,
-                limit=limit,
-                workflows=workflows,
-                queues=queues,
-                pick=pick,
-            )
-        sql, params = claims.claim_sql(
-            owner=owner,
-            token=token,
-            now=now,
-            lease_until=lease_until,
-            limit=limit,
-            workflows=workflows,
-            queues=queues,
-        )
+            return super().claim(request, pick)
+        sql, params = claims.claim_sql(request)
         return claims.leased(self.connection, self.rows, sql, params)
 
     def claim_candidates(
