@@ -12,8 +12,8 @@ import pytest
 from django.db import connections
 
 import django_workflows as wf
-from django_workflows.models import WorkflowInstance
-from tests.worker.test_processes import spawn
+from django_workflows.models import WorkerProcess, WorkflowInstance
+from tests.worker.test_processes import spawn, wait_for
 
 from .conftest import assert_each_step_ran_once, connections_of_this_database, interrupt, stop
 
@@ -45,7 +45,8 @@ def test_orders_started_during_a_storm_complete_soon_after_it(tmp_path):
         worker = spawn("--concurrency", "4", "--poll-interval", "100ms", output=output)
     ids: list[str] = []
     try:
-        time.sleep(2)  # the worker is up (its start-up checks are not under test here)
+        # The worker is up: its start-up checks are not under test here.
+        wait_for(lambda: WorkerProcess.objects.filter(pid=worker.pid).exists(), 60, "its row")
         ends = time.monotonic() + STORM_SECONDS
         rounds = 0
         # Until every order started: on a loaded machine the rounds take longer than EVERY.
