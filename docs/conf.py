@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-project = "django-workflows"
-author = "The django-workflows authors"
-copyright = "2026, The django-workflows authors"
+project = "django-durable-workflows"
+author = "The django-durable-workflows authors"
+copyright = "2026, The django-durable-workflows authors"
 release = "0.1.0.dev0"
 
 extensions = ["myst_parser"]
@@ -15,4 +15,4 @@ myst_heading_anchors = 3
 myst_enable_extensions = ["colon_fence", "deflist"]
 
 html_theme = "furo"
-html_title = "django-workflows"
+html_title = "django-durable-workflows"
