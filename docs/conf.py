@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import tomllib
+from pathlib import Path
+
 project = "django-durable-workflows"
 author = "The django-durable-workflows authors"
 copyright = "2026, The django-durable-workflows authors"
-release = "0.1.0.dev0"
+# The version pyproject.toml gives, so the two cannot drift apart.
+with (Path(__file__).resolve().parent.parent / "pyproject.toml").open("rb") as pyproject:
+    release = tomllib.load(pyproject)["project"]["version"]
 
 extensions = ["myst_parser"]
 source_suffix = {".md": "markdown"}
