@@ -1,6 +1,7 @@
 # The commands behind the README. Everything runs from the virtualenv in .venv.
 #
-#   make demo                 the example shop on http://127.0.0.1:8000 and its worker
+#   make demo                 the example shop on http://127.0.0.1:8000 and its worker (PORT=...
+#                             another port); installs the package and its runtime dependencies only
 #   make test                 the test suite on SQLite
 #   make test DB=postgres     ... on PostgreSQL (DB_HOST, DB_PORT, DB_USER, DB_PASSWORD, DB_NAME)
 #   make test DB=mysql        ... on MySQL / MariaDB
@@ -44,7 +45,13 @@ EXTRAS := $(EXTRAS)$(EXTRA_TASKS)
 comma := ,
 STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))$(if $(DJANGO),-django$(DJANGO))
 
-.PHONY: venv test demo lint docs clean
+# make demo installs the package and its runtime dependencies (with the driver of DB, on a
+# server), none of the dev extra's tools. An install stamp newer than pyproject.toml that names
+# that driver (any stamp, on SQLite) means the venv has what the demo needs.
+DEMO_DRIVER := $(filter postgres mysql,$(DB))
+PORT ?= 8000
+
+.PHONY: venv demo-venv test demo lint docs clean
 
 venv: $(STAMP)
 
@@ -55,13 +62,23 @@ $(STAMP): pyproject.toml
 	@rm -f $(VENV)/.installed-*
 	@touch $@
 
+demo-venv:
+	@if [ -z "$$(find $(VENV) -maxdepth 1 -name '.installed-*$(DEMO_DRIVER)*' -newer pyproject.toml 2>/dev/null)" ]; then \
+		set -e; \
+		test -x $(VENV)/bin/python || scripts/venv.sh "$(PYTHON)" $(VENV); \
+		$(VENV)/bin/python -m pip install --quiet --upgrade pip; \
+		echo "$(VENV)/bin/python -m pip install -e .$(if $(DEMO_DRIVER),[$(DEMO_DRIVER)]) $(PIN)"; \
+		$(VENV)/bin/python -m pip install --quiet -e ".$(if $(DEMO_DRIVER),[$(DEMO_DRIVER)])" $(PIN); \
+		touch $(VENV)/.installed-runtime$(if $(DEMO_DRIVER),-$(DEMO_DRIVER)); \
+	fi
+
 # The package's suite, then the example shop's (its own settings module, so its own run).
 test: venv
 	DB=$(DB) $(VENV)/bin/pytest $(ARGS)
 	cd example_project && DB=$(DB) ../$(VENV)/bin/pytest $(SHOP_ARGS)
 
-demo: venv
-	scripts/demo.sh
+demo: demo-venv
+	DB=$(DB) PORT=$(PORT) $(if $(DJANGO),VENV=$(VENV)) scripts/demo.sh
 
 lint: venv
 	$(VENV)/bin/ruff check .

@@ -1,4 +1,4 @@
-"""Throughput and wake-up latency of django-workflows on one database.
+"""Throughput and wake-up latency of django-durable-workflows on one database.
 
     python benchmarks/run.py --db postgres --workflows 2000 --steps 3 --concurrency 10 [--processes 1]
     python benchmarks/run.py --db postgres --workflows 2000 --steps 3 --processes 2 --compare-processes

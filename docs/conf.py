@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
-project = "django-workflows"
-author = "The django-workflows authors"
-copyright = "2026, The django-workflows authors"
-release = "0.1.0.dev0"
+import tomllib
+from pathlib import Path
+
+project = "django-durable-workflows"
+author = "The django-durable-workflows authors"
+copyright = "2026, The django-durable-workflows authors"
+# The version pyproject.toml gives, so the two cannot drift apart.
+with (Path(__file__).resolve().parent.parent / "pyproject.toml").open("rb") as pyproject:
+    release = tomllib.load(pyproject)["project"]["version"]
 
 extensions = ["myst_parser"]
 source_suffix = {".md": "markdown"}
@@ -15,4 +20,4 @@ myst_heading_anchors = 3
 myst_enable_extensions = ["colon_fence", "deflist"]
 
 html_theme = "furo"
-html_title = "django-workflows"
+html_title = "django-durable-workflows"

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # scripts/demo.sh: the example shop and its workflow worker, together; Ctrl-C stops both.
-# Run through `make demo`, which creates .venv first.
+# Run through `make demo`, which creates .venv first (VENV names another; PORT, the web server's
+# port, is 8000 unless given).
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
-python="$root/.venv/bin/python"
+python="$root/${VENV:-.venv}/bin/python"
+port="${PORT:-8000}"
 cd "$root/example_project"
 
 "$python" manage.py migrate --no-input
@@ -33,15 +35,15 @@ stop() {
 }
 trap stop INT TERM EXIT
 
-setsid "$python" manage.py runserver 127.0.0.1:8000 &
+setsid "$python" manage.py runserver "127.0.0.1:$port" &
 pids+=("$!")
 setsid "$python" manage.py runworkflows &
 pids+=("$!")
 
-cat <<'MSG'
+cat <<MSG
 
-  The example shop: http://127.0.0.1:8000/
-  Its admin:        http://127.0.0.1:8000/admin/   (user: admin, password: admin)
+  The example shop: http://127.0.0.1:$port/
+  Its admin:        http://127.0.0.1:$port/admin/   (user: admin, password: admin)
   Press Ctrl-C to stop the web server and the worker.
 
 MSG

@@ -1,4 +1,4 @@
-"""Django Tasks on django-workflows: `TASKS = {"default": {"BACKEND":
+"""Django Tasks on django-durable-workflows: `TASKS = {"default": {"BACKEND":
 "django_workflows.tasks.WorkflowTaskBackend"}}` runs each enqueued task as a one-step
 workflow instance (Django 6's django.tasks, or the django-tasks backport, the extra `tasks`).
 

@@ -70,7 +70,7 @@ def parse_retry(options: Any) -> tuple[Retry, list[str]]:
 
 
 class WorkflowTaskBackend(BaseTaskBackend):
-    """Django Tasks on django-workflows: each task a one-step instance of the workflow
+    """Django Tasks on django-durable-workflows: each task a one-step instance of the workflow
     "django_workflows.task", its id the TaskResult's id, in the queue `queue_name` names."""
 
     supports_defer = True

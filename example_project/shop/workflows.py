@@ -1,15 +1,19 @@
-"""The order fulfilment of the tutorial: charge, reserve, wait for the carrier, then a review."""
+"""The order fulfilment of the tutorial: charge, reserve, wait for the carrier, then a review.
+And the nightly sales report, a scheduled workflow."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from django.db.models import Sum
 from django.db.models.signals import post_save
 
 from django_workflows import (
     Concurrency,
     RateLimit,
     Retry,
+    Schedule,
     WorkflowSignal,
     signal_on,
     start_on,
@@ -154,3 +158,32 @@ def refund_charge(ctx: Any, request: dict[str, Any]) -> dict[str, Any]:
     )
     ctx.set_status("refunded")
     return refund
+
+
+def report_day(occurrence: Any) -> dict[str, str]:
+    """The day the report covers: the one before the occurrence (a ScheduleOccurrence, whose
+    `at` is the occurrence's time), "2026-01-01" on 2 January."""
+    return {"day": (occurrence.at - timedelta(days=1)).date().isoformat()}
+
+
+def sales_of(day: str) -> dict[str, Any]:
+    """The orders placed on a day (UTC) and their total in cents, the cancelled and returned
+    ones left out of the total."""
+    start = datetime.fromisoformat(day).replace(tzinfo=UTC)
+    placed = Order.objects.filter(created_at__gte=start, created_at__lt=start + timedelta(days=1))
+    kept = placed.exclude(status__in=[Order.Status.CANCELLED, Order.Status.RETURNED])
+    return {
+        "day": day,
+        "orders": placed.count(),
+        "total": kept.aggregate(total=Sum("total"))["total"] or 0,
+    }
+
+
+@workflow(
+    "sales-report",
+    # At 02:00 UTC every night, the day before's sales: the admin's schedules page lists it.
+    schedules=[Schedule("nightly-sales-report", cron="0 2 * * *", input=report_day)],
+)
+def sales_report(ctx: Any, request: dict[str, str]) -> dict[str, Any]:
+    """Count a day's orders and their total; the instance's output is the report."""
+    return ctx.step("count-orders", lambda step: sales_of(request["day"]))
