@@ -14,7 +14,7 @@ from django.utils.module_loading import import_string
 
 from . import clock, codecs, middleware
 from .conf import database_alias, get_settings
-from .engine.registry import registry
+from .engine.registry import registry, signature_problem
 from .engine.retries import RetryPolicy
 from .models import KEY_LENGTH
 from .store import workers as worker_registry
@@ -110,7 +110,7 @@ def check_definitions(app_configs: Any = None, **kwargs: Any) -> list[Any]:
     """E003: a workflow name longer than its column. E007: one schedule id declared by two
     workflows (a bad id, timing or option fails at the declaration, with a ValueError). E008: a
     concurrency or rate-limit key on a workflow whose limits in force have no per-key limit.
-    W004: atomic steps in a workflow whose DATABASE is not "default"."""
+    E013: a workflow function that cannot be called as (ctx, input). W004: atomic steps in a workflow whose DATABASE is not "default"."""
 
     problems: list[Any] = []
     declared_by: dict[str, str] = {}
@@ -127,6 +127,9 @@ def check_definitions(app_configs: Any = None, **kwargs: Any) -> list[Any]:
                 )
         problems += _check_limit_keys(definition, registry.latest(definition.name))
         problems += _check_atomic_steps(definition)
+        problem = signature_problem(definition)
+        if problem is not None:
+            problems.append(Error(problem, obj=definition.name, id="django_workflows.E013"))
         if len(definition.name) > KEY_LENGTH:
             problems.append(
                 Error(
