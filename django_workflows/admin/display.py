@@ -12,6 +12,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.text import Truncator
 
+from ..engine.journal import COMPENSATION_PREFIX
 from ..errors import WorkflowPayloadError
 from ..models import Status
 from ..store import payloads
@@ -92,3 +93,11 @@ def changelist_url(model: type[Any], **filters: str) -> str:
     meta = model._meta
     url = reverse(f"admin:{meta.app_label}_{meta.model_name}_changelist")
     return f"{url}?{urlencode(filters)}" if filters else url
+
+
+def entry_label(name: str) -> str:
+    """A journal entry's name as a person reads it: "undo reserve-stock" for the compensation
+    journaled as "$compensate:reserve-stock" (the stored name does not change)."""
+    if name.startswith(COMPENSATION_PREFIX):
+        return f"undo {name[len(COMPENSATION_PREFIX) :]}"
+    return name

@@ -34,7 +34,7 @@ from .actions import (
     retry_refusal,
 )
 from .browse import ReadOnlyAdmin
-from .confirm import confirmation, confirmed
+from .confirm import compensations_line, confirmation, confirmed
 from .display import (
     change_url,
     changelist_url,
@@ -392,7 +392,27 @@ class WorkflowInstanceAdmin(SubjectAdmin, TagsAdmin, TasksAdmin, ForkAdmin, Read
     # -- the actions ---------------------------------------------------------------------------
 
     @admin.action(description="Cancel (runs compensations)", permissions=["cancel"])
-    def cancel(self, request: HttpRequest, queryset: QuerySet[WorkflowInstance]) -> None:
+    def cancel(
+        self, request: HttpRequest, queryset: QuerySet[WorkflowInstance]
+    ) -> TemplateResponse | None:
+        if not confirmed(request):
+            return confirmation(
+                self,
+                request,
+                queryset,
+                action="cancel",
+                label="Cancel",
+                explanation=(
+                    "Cancel stops each instance and runs its compensations: the undo of each "
+                    "completed step that has one since its last commit point, latest first "
+                    "(a refund, a release of stock). It then ends cancelled. A worker applies "
+                    "it: to a waiting instance when it next claims it, to a running one at its "
+                    "next step, which may complete a step with a compensation first."
+                ),
+                refusal=lambda row: operations.cancel_refusal(row, False),
+                back=self._back(request, queryset),
+                detail=compensations_line,
+            )
         why = admin_reason(request, "Cancelled")
         outcome = apply(
             queryset,
@@ -400,6 +420,7 @@ class WorkflowInstanceAdmin(SubjectAdmin, TagsAdmin, TasksAdmin, ForkAdmin, Read
             lambda row: client.cancel(row.id, why).accepted,
         )
         report(self, request, "Cancel requested for", outcome, requested=True)
+        return None
 
     @admin.action(description="Terminate (no compensations)", permissions=["terminate"])
     def terminate(
