@@ -109,7 +109,7 @@ def signature_problem(definition: Workflow) -> str | None:
         expected = f"def {getattr(target, '__name__', 'name')}(ctx, input)"
     return (
         f"@workflow({definition.name!r}) decorates {given}, but the engine calls it with "
-        f"(ctx, input) and {problem}. Define it as {expected}."
+        f"(ctx, input) and it {problem}. Define it as {expected}."
     )
 
 

@@ -1,5 +1,5 @@
 """Whether a function of workflow code can take the arguments the engine passes it, and if not,
-what it takes instead, said from the function's side ("it takes no argument"), not from the
+what it takes instead, said from the function's side ("takes no argument"), not from the
 call's as Python's own TypeError does ("too many positional arguments")."""
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ def signature_problem(signature: inspect.Signature, count: int) -> str | None:
         p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters
     ):
         if not positional:
-            return "it takes no argument"
-        return f"it takes only {_counted(len(positional))} ({', '.join(positional)})"
+            return "takes no argument"
+        return f"takes only {_counted(len(positional))} ({', '.join(positional)})"
     required = [
         p.name
         for p in parameters
@@ -46,7 +46,7 @@ def signature_problem(signature: inspect.Signature, count: int) -> str | None:
             or (p.kind in POSITIONAL and positional.index(p.name) >= count)
         )
     ]
-    return f"it also requires {', '.join(required)}, which nothing passes"
+    return f"also requires {', '.join(required)}, which nothing passes"
 
 
 def _counted(number: int) -> str:
