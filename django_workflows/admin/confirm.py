@@ -21,7 +21,7 @@ from ..engine.journal import COMPENSATION_PREFIX
 from ..engine.replaycheck import pending_compensations
 from ..errors import WorkflowError
 from ..models import WorkflowInstance
-from .display import change_url, changelist_url, entry_label, status_badge
+from .display import change_url, changelist_url, readable_name, status_badge
 
 CONFIRM_SHOWN = 100  # rows listed on the page; all of them are acted on
 
@@ -96,5 +96,5 @@ def compensations_line(row: WorkflowInstance) -> str:
     if not steps:
         return "Runs no compensation: none is registered since its last commit point."
     count = len(steps)
-    undo = ", then ".join(entry_label(f"{COMPENSATION_PREFIX}{step}") for step in steps)
+    undo = ", then ".join(readable_name(f"{COMPENSATION_PREFIX}{step}") for step in steps)
     return f"Runs {count} compensation{'' if count == 1 else 's'}: {undo}."
