@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import inspect
 import re
+import textwrap
 from datetime import timedelta
 from typing import Any
 
@@ -14,7 +16,8 @@ from django.utils.module_loading import import_string
 
 from . import clock, codecs, middleware
 from .conf import database_alias, get_settings
-from .engine.registry import registry
+from .durations import parse_duration
+from .engine.registry import registry, signature_problem
 from .engine.retries import RetryPolicy
 from .models import KEY_LENGTH
 from .store import workers as worker_registry
@@ -110,7 +113,8 @@ def check_definitions(app_configs: Any = None, **kwargs: Any) -> list[Any]:
     """E003: a workflow name longer than its column. E007: one schedule id declared by two
     workflows (a bad id, timing or option fails at the declaration, with a ValueError). E008: a
     concurrency or rate-limit key on a workflow whose limits in force have no per-key limit.
-    W004: atomic steps in a workflow whose DATABASE is not "default"."""
+    E013: a workflow function that cannot be called as (ctx, input). E014: a ctx.sleep() or
+    ctx.timer() in a workflow's code whose duration, written as a literal, is not one. W004: atomic steps in a workflow whose DATABASE is not "default"."""
 
     problems: list[Any] = []
     declared_by: dict[str, str] = {}
@@ -127,6 +131,10 @@ def check_definitions(app_configs: Any = None, **kwargs: Any) -> list[Any]:
                 )
         problems += _check_limit_keys(definition, registry.latest(definition.name))
         problems += _check_atomic_steps(definition)
+        problem = signature_problem(definition)
+        if problem is not None:
+            problems.append(Error(problem, obj=definition.name, id="django_workflows.E013"))
+        problems += _check_literal_durations(definition)
         if len(definition.name) > KEY_LENGTH:
             problems.append(
                 Error(
@@ -166,6 +174,60 @@ def _check_atomic_steps(definition: Any) -> list[Any]:
             id="django_workflows.W004",
         )
     ]
+
+
+def _check_literal_durations(definition: Any) -> list[Any]:
+    """E014 for each ctx.sleep() and ctx.timer() in the workflow's code (its function or class,
+    as `inspect` reads it) whose duration is a literal that is not a duration: at run time it
+    fails the instance after the steps before it ran. Durations computed at run time are not
+    seen."""
+    try:
+        code = inspect.unwrap(definition.target or definition.run)
+        lines, first = inspect.getsourcelines(code)
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+        parameters = list(inspect.signature(definition.run).parameters)
+    except (OSError, TypeError, SyntaxError, ValueError):  # no source to read: nothing to say
+        return []
+    contexts = {"ctx", *parameters[:1]}
+    problems = []
+    for node in ast.walk(tree):
+        if not (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("sleep", "timer")
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id in contexts
+        ):
+            continue
+        sleep = node.func.attr == "sleep"
+        place = 1 if sleep else 0
+        given = [k.value for k in node.keywords if k.arg == "duration"] + node.args[place:]
+        duration = given[0] if given else None
+        if not isinstance(duration, ast.Constant) or not isinstance(
+            duration.value, str | int | float
+        ):
+            continue
+        name = node.args[0] if sleep and node.args else None
+        what = (
+            f'ctx.sleep("{name.value}") duration'
+            if isinstance(name, ast.Constant) and isinstance(name.value, str)
+            else f"ctx.{node.func.attr}() duration"
+        )
+        try:
+            parse_duration(duration.value, what)
+        except ValueError as error:
+            line = first + node.lineno - 1
+            problems.append(
+                Error(
+                    f"Workflow {definition.name!r}, line {line} of "
+                    f"{inspect.getsourcefile(code)}: {error}",
+                    hint="Fix the duration: at run time it fails the instance after the steps "
+                    "before it ran.",
+                    obj=definition.name,
+                    id="django_workflows.E014",
+                )
+            )
+    return problems
 
 
 @register(Tags.database)

@@ -51,6 +51,11 @@ class Retry:
                 f"Retry jitter must be one of {', '.join(JITTERS)}, not {self.jitter!r}."
             )
 
+    def __repr__(self) -> str:
+        """Only the fields this Retry sets: the others merge from the RETRY setting."""
+        fields = ", ".join(f"{name}={value!r}" for name, value in self.given().items())
+        return f"Retry({fields})"
+
     def given(self) -> dict[str, Any]:
         """The fields this Retry sets."""
         return {

@@ -17,6 +17,13 @@ _PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
 
 Duration = timedelta | int | float | str
 
+# Words people write for the units ("10 minutes"), to say which short form to write instead.
+_WORDS = re.compile(
+    r"(\d+(?:\.\d+)?)\s*(milliseconds?|msecs?|seconds?|secs?|minutes?|mins?|hours?|hrs?|"
+    r"days?|weeks?|wks?)",
+    re.IGNORECASE,
+)
+
 MAX_DURATION = timedelta(days=36_525)
 """The longest duration the API takes: 100 years. Longer ones overflow datetime arithmetic
 (datetime ends in the year 9999) long before they mean anything."""
@@ -47,8 +54,9 @@ def parse_duration(value: Duration, what: str = "duration") -> timedelta:
             position = match.end()
         if not text or position != len(text):
             raise ValueError(
-                f"{what} {value!r} is not a duration: use a timedelta, a number of seconds, "
-                f'or a string such as "500ms", "30s", "5m", "2h", "3d", "1w" or "1h30m".'
+                f"{what} {value!r} is not a duration{_instead(text)}: use a timedelta, a number "
+                f'of seconds, or a string such as "500ms", "30s", "5m", "2h", "3d", "1w" or '
+                f'"1h30m".'
             )
     else:
         raise ValueError(f"{what} must be a duration, not {type(value).__name__}.")
@@ -88,3 +96,19 @@ def format_duration(value: timedelta) -> str:
         if count:
             parts.append(f"{count}{unit}")
     return "".join(parts)
+
+
+def _instead(text: str) -> str:
+    """' (write "10m")' for a duration written in words ("10 minutes", "1 hour 30 mins"), or
+    ''."""
+    parts = list(_WORDS.finditer(text))
+    if not parts or _WORDS.sub("", text).strip(" ,"):
+        return ""
+    return f' (write "{"".join(part.group(1) + _unit(part.group(2)) for part in parts)}")'
+
+
+def _unit(word: str) -> str:
+    word = word.lower()
+    if word.startswith(("mil", "ms")):
+        return "ms"
+    return "m" if word.startswith("mi") else word[0]

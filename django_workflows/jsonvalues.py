@@ -144,8 +144,37 @@ def dumps(value: Any, what: str) -> str:
         return json.dumps(value, allow_nan=False, ensure_ascii=False)
     except (TypeError, ValueError) as error:
         raise TypeError(
-            f"{what} must be a JSON value (dict, list, str, int, float, bool or None): {error}."
+            f"{what} must be a JSON value (dict, list, str, int, float, bool or None): "
+            f"{_not_json(value) or error}."
         ) from None
+
+
+def _not_json(value: Any) -> str | None:
+    """Where in `value` the first thing that is not JSON sits, what it is, and for a model
+    instance what to pass instead; None when it cannot be found (a NaN is the error's own)."""
+    stack: list[tuple[Any, Any]] = [(value, None)]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, dict):
+            for key, child in reversed(list(item.items())):
+                if not isinstance(key, str | int | float | bool) and key is not None:
+                    return f"a key of {_where(path)} is a {type(key).__name__}, not a string"
+                stack.append((child, (path, key, False)))
+        elif isinstance(item, list | tuple):
+            stack.extend(
+                (child, (path, index, False)) for index, child in reversed(list(enumerate(item)))
+            )
+        elif not isinstance(item, str | int | float | bool) and item is not None:
+            meta = getattr(item, "_meta", None)
+            if meta is not None and hasattr(item, "pk"):  # a Django model instance
+                name = meta.model_name
+                return (
+                    f"{_where(path)} is a model instance ({meta.label}); pass its primary key "
+                    f"({name}.pk), or the fields the workflow needs, and load the object in a "
+                    f"step"
+                )
+            return f"{_where(path)} is a {type(item).__name__}"
+    return None
 
 
 def size(value: Any) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
 from urllib.parse import urlencode
 
@@ -11,7 +12,9 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.text import Truncator
+from django.utils.timezone import localtime
 
+from ..engine.journal import COMPENSATION_PREFIX
 from ..errors import WorkflowPayloadError
 from ..models import Status
 from ..store import payloads
@@ -57,12 +60,27 @@ def decoded_field(obj: Any, field: str) -> Any:
 
 
 def custom_status_short(obj: Any) -> str:
-    """An instance's custom status in a column: decoded, as text, cut at 40 characters."""
+    """An instance's custom status in a column: decoded, as text, cut at 24 characters (the
+    list fits a 1,400 pixel window; the page shows it whole)."""
     value = decoded_field(obj, "custom_status")
     if value is None:
         return "-"
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    return Truncator(text).chars(40)
+    return Truncator(text).chars(24)
+
+
+def short_time(value: datetime | None) -> SafeString:
+    """A time in a list's column: "2026-01-04 00:00" in the site's time zone, the whole time
+    in its title; narrower than Django's "Jan. 4, 2026, midnight"."""
+    if value is None:
+        return mark_safe('<span class="dw-none">-</span>')  # noqa: S308 - a constant
+    local = localtime(value)
+    return format_html(
+        '<time datetime="{}" title="{}">{}</time>',
+        value.isoformat(),
+        local.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        local.strftime("%Y-%m-%d %H:%M"),
+    )
 
 
 def decoded_document(instance_id: str, name: str, document: dict[str, Any]) -> dict[str, Any]:
@@ -92,3 +110,11 @@ def changelist_url(model: type[Any], **filters: str) -> str:
     meta = model._meta
     url = reverse(f"admin:{meta.app_label}_{meta.model_name}_changelist")
     return f"{url}?{urlencode(filters)}" if filters else url
+
+
+def readable_name(name: str) -> str:
+    """A journal entry's name as a person reads it: "undo reserve-stock" for the compensation
+    journaled as "$compensate:reserve-stock" (the stored name does not change)."""
+    if name.startswith(COMPENSATION_PREFIX):
+        return f"undo {name[len(COMPENSATION_PREFIX) :]}"
+    return name

@@ -34,7 +34,7 @@ from .actions import (
     retry_refusal,
 )
 from .browse import ReadOnlyAdmin
-from .confirm import confirmation, confirmed
+from .confirm import compensations_line, confirmation, confirmed
 from .display import (
     change_url,
     changelist_url,
@@ -42,6 +42,7 @@ from .display import (
     decoded_document,
     decoded_field,
     pretty_json,
+    short_time,
     status_badge,
 )
 from .failures import error_tracebacks, without_tracebacks
@@ -66,10 +67,9 @@ class WorkflowInstanceAdmin(SubjectAdmin, TagsAdmin, TasksAdmin, ForkAdmin, Read
         "version",
         "queue",
         "custom_status_short",
-        "wake_at",
-        "runs",
-        "generation",
-        "updated_at",
+        "wakes",
+        "runs_of",
+        "updated",
     )
     list_filter = (
         "status",
@@ -199,6 +199,20 @@ class WorkflowInstanceAdmin(SubjectAdmin, TagsAdmin, TasksAdmin, ForkAdmin, Read
     @admin.display(description="custom status")
     def custom_status_short(self, obj: WorkflowInstance) -> str:
         return custom_status_short(obj)
+
+    @admin.display(description="runs", ordering="runs")
+    def runs_of(self, obj: WorkflowInstance) -> str:
+        # The generation shows only once the instance continued as new: a column of zeros
+        # would not fit a 1,400 pixel window.
+        return f"{obj.runs} · gen {obj.generation}" if obj.generation else str(obj.runs)
+
+    @admin.display(description="wakes", ordering="wake_at")
+    def wakes(self, obj: WorkflowInstance) -> SafeString:
+        return short_time(obj.wake_at)
+
+    @admin.display(description="updated", ordering="updated_at")
+    def updated(self, obj: WorkflowInstance) -> SafeString:
+        return short_time(obj.updated_at)
 
     @admin.display(description="custom status")
     def custom_status_json(self, obj: WorkflowInstance) -> SafeString:
@@ -392,7 +406,27 @@ class WorkflowInstanceAdmin(SubjectAdmin, TagsAdmin, TasksAdmin, ForkAdmin, Read
     # -- the actions ---------------------------------------------------------------------------
 
     @admin.action(description="Cancel (runs compensations)", permissions=["cancel"])
-    def cancel(self, request: HttpRequest, queryset: QuerySet[WorkflowInstance]) -> None:
+    def cancel(
+        self, request: HttpRequest, queryset: QuerySet[WorkflowInstance]
+    ) -> TemplateResponse | None:
+        if not confirmed(request):
+            return confirmation(
+                self,
+                request,
+                queryset,
+                action="cancel",
+                label="Cancel",
+                explanation=(
+                    "Cancel stops each instance and runs its compensations: the undo of each "
+                    "completed step that has one since its last commit point, latest first "
+                    "(a refund, a release of stock). It then ends cancelled. A worker applies "
+                    "it: to a waiting instance when it next claims it, to a running one at its "
+                    "next step, which may complete a step with a compensation first."
+                ),
+                refusal=lambda row: operations.cancel_refusal(row, False),
+                back=self._back(request, queryset),
+                detail=compensations_line,
+            )
         why = admin_reason(request, "Cancelled")
         outcome = apply(
             queryset,
@@ -400,6 +434,7 @@ class WorkflowInstanceAdmin(SubjectAdmin, TagsAdmin, TasksAdmin, ForkAdmin, Read
             lambda row: client.cancel(row.id, why).accepted,
         )
         report(self, request, "Cancel requested for", outcome, requested=True)
+        return None
 
     @admin.action(description="Terminate (no compensations)", permissions=["terminate"])
     def terminate(

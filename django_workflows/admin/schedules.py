@@ -19,6 +19,7 @@ from .. import schedules
 from ..conf import database_alias
 from ..errors import WorkflowError, WorkflowPayloadError
 from ..models import WorkflowInstance, WorkflowSchedule
+from ..schedules.cron import cron_reading
 from ..store import schedules as schedules_store
 from .actions import Outcome, report, unreadable
 from .browse import ReadOnlyAdmin
@@ -37,6 +38,7 @@ class WorkflowScheduleAdmin(ReadOnlyAdmin):
         "version",
         "declared",
         "timing",
+        "cron_reading",
         "paused",
         "next_occurrences",
         "instances",
@@ -62,12 +64,19 @@ class WorkflowScheduleAdmin(ReadOnlyAdmin):
         timing = (obj.spec or {}).get("timing") or {}
         if timing.get("cron"):
             text = f"cron {timing['cron']}"
+            if len(timing["cron"].split()) == 6:
+                text += " (seconds first)"
         elif timing.get("rrule"):
             text = f"rrule {timing['rrule']}"
         else:
             text = f"every {timing.get('every')}s"
         tz = timing.get("tz") or "UTC"
         return text if tz == "UTC" else f"{text} ({tz})"
+
+    @admin.display(description="cron read as")
+    def cron_reading(self, obj: WorkflowSchedule) -> str:
+        cron = ((obj.spec or {}).get("timing") or {}).get("cron")
+        return cron_reading(cron) if cron else "-"
 
     @admin.display(description="next occurrences")
     def next_occurrences(self, obj: WorkflowSchedule) -> SafeString:

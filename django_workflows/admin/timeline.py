@@ -8,7 +8,7 @@ from typing import Any
 
 from .. import clock
 from ..models import FINISHED, WorkflowInstance
-from .display import STATUS_COLOURS, UNKNOWN_COLOUR, pretty_json, status_badge
+from .display import STATUS_COLOURS, UNKNOWN_COLOUR, pretty_json, readable_name, status_badge
 from .failures import entry_details, without_tracebacks
 
 
@@ -16,7 +16,8 @@ from .failures import entry_details, without_tracebacks
 class TimelineRow:
     """One journal entry: a bar from start to end, or a marker at `start` when it has no span."""
 
-    name: str
+    name: str  # as a person reads it ("undo reserve-stock")
+    entry: str  # as it is stored ("$compensate:reserve-stock")
     kind: str
     status: str
     attempt: int | None
@@ -49,6 +50,7 @@ class Timeline:
     ticks: list[tuple[float, str]]
     now: float | None  # percent of the axis where "now" is, for an unfinished instance
     legend: list[tuple[str, str]]  # (status, colour) of the statuses shown
+    origin: str  # what the ticks count from: "times in UTC", or "from 12:00:03 UTC"
 
     @property
     def length(self) -> str:
@@ -57,6 +59,7 @@ class Timeline:
 
 MIN_BAR_WIDTH = 0.6  # percent: an instant step still shows on an axis of days
 TICKS = 6
+RELATIVE_BELOW = timedelta(minutes=1)  # a shorter axis counts from its start: +120 ms, +1.2 s
 
 
 def parse_time(value: Any) -> datetime | None:
@@ -87,6 +90,25 @@ def _duration(delta: timedelta) -> str:
     if seconds < 172_800:
         return f"{seconds / 3600:.1f} h"
     return f"{seconds / 86400:.1f} days"
+
+
+def _since_start(delta: timedelta) -> str:
+    """A tick of a short axis: "+0 ms", "+120 ms", "+1.2 s", "+42 s"."""
+    seconds = delta.total_seconds()
+    if seconds < 1:
+        return f"+{seconds * 1000:.0f} ms"
+    return f"+{seconds:.1f} s" if seconds < 10 else f"+{seconds:.0f} s"
+
+
+def _ticks(start: datetime, span: timedelta) -> tuple[list[tuple[float, str]], str]:
+    """The axis's ticks, and what they count from. A run shorter than a minute would repeat
+    one clock time at every tick: its ticks count from its start instead."""
+    moments = [(round(i * 100 / (TICKS - 1), 3), span * i / (TICKS - 1)) for i in range(TICKS)]
+    if span < RELATIVE_BELOW:
+        origin = f"from {start.strftime('%H:%M:%S')} UTC"
+        return [(left, _since_start(delta)) for left, delta in moments], origin
+    fmt = "%H:%M:%S" if span < timedelta(days=1) else "%b %d %H:%M"
+    return [(left, (start + delta).strftime(fmt)) for left, delta in moments], "times in UTC"
 
 
 def build_timeline(
@@ -124,6 +146,7 @@ def build_timeline(
         rows.append(
             TimelineRow(
                 name=entry_label(name, doc),
+                entry=name,
                 kind=str(doc.get("kind", "step")),
                 status=status,
                 attempt=doc.get("attempt"),
@@ -137,12 +160,7 @@ def build_timeline(
                 details=entry_details(doc),
             )
         )
-    span = axis_end - axis_start
-    fmt = "%H:%M:%S" if span < timedelta(days=1) else "%b %d %H:%M"
-    ticks = [
-        (round(i * 100 / (TICKS - 1), 3), (axis_start + span * i / (TICKS - 1)).strftime(fmt))
-        for i in range(TICKS)
-    ]
+    ticks, origin = _ticks(axis_start, axis_end - axis_start)
     return Timeline(
         start=axis_start,
         end=axis_end,
@@ -150,17 +168,19 @@ def build_timeline(
         ticks=ticks,
         now=None if finished else round(percent(now), 3),
         legend=[(s, c) for s, c in STATUS_COLOURS.items() if s in {r.status for r in rows}],
+        origin=origin,
     )
 
 
 def entry_label(name: str, doc: dict[str, Any]) -> str:
     """An entry's name as shown: a published value's (`$value:<position>`) says its name too,
-    a patch marker's (`$patch:<id>`) the branch the run took."""
+    a patch marker's (`$patch:<id>`) the branch the run took, a compensation
+    (`$compensate:<step>`) reads "undo <step>"."""
     if doc.get("kind") == "value" and isinstance(doc.get("name"), str):
         return f"{name} ({doc['name']})"
     if doc.get("kind") == "patch":
         return f"{name} ({'new' if doc.get('result') else 'old'} branch)"
-    return name
+    return readable_name(name)
 
 
 def journal_row(name: str, doc: dict[str, Any]) -> dict[str, Any]:

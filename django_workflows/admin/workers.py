@@ -9,7 +9,9 @@ from typing import Any
 from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
+from django.utils.safestring import SafeString
 from django.utils.timesince import timesince
+from django.utils.translation import ngettext
 
 from .. import clock
 from ..conf import database_alias
@@ -17,7 +19,7 @@ from ..models import WorkerProcess, WorkflowInstance
 from ..store import workers as worker_registry
 from ..worker.health import health
 from .browse import ReadOnlyAdmin
-from .display import changelist_url
+from .display import changelist_url, short_time
 
 
 class LiveFilter(admin.SimpleListFilter):
@@ -41,16 +43,16 @@ class WorkerProcessAdmin(ReadOnlyAdmin):
     """Read-only; a gone worker's row may be deleted (purge() deletes it a day after)."""
 
     change_list_template = "django_workflows/admin/worker_change_list.html"
+    # The id is "<host>:<pid>:<suffix>": it says the host and the pid (the page and the host
+    # filter have them too), so the list fits a 1,400 pixel window without their columns.
     list_display = (
         "id",
         "state",
-        "host",
-        "pid",
         "queue_list",
         "running_of",
         "executed",
-        "last_seen_at",
-        "started_at",
+        "last_seen",
+        "started",
         "version",
     )
     list_filter = (LiveFilter, "host")
@@ -100,6 +102,14 @@ class WorkerProcessAdmin(ReadOnlyAdmin):
     def queue_list(self, obj: WorkerProcess) -> str:
         return ", ".join(obj.queues or []) or "every queue"
 
+    @admin.display(description="last seen", ordering="last_seen_at")
+    def last_seen(self, obj: WorkerProcess) -> SafeString:
+        return short_time(obj.last_seen_at)
+
+    @admin.display(description="started", ordering="started_at")
+    def started(self, obj: WorkerProcess) -> SafeString:
+        return short_time(obj.started_at)
+
     @admin.display(description="running")
     def running_of(self, obj: WorkerProcess) -> str:
         return f"{obj.running} / {obj.concurrency}"
@@ -113,6 +123,12 @@ class WorkerProcessAdmin(ReadOnlyAdmin):
                 "backlog": queue,
                 "link": changelist_url(WorkflowInstance, queue=queue.queue),
                 "waiting": timesince(queue.oldest_due_at, now=state.now),  # the workflow clock's
+                "unserved": ngettext(
+                    "%(count)d due instance that no live worker claims.",
+                    "%(count)d due instances that no live worker claims.",
+                    queue.unserved,
+                )
+                % {"count": queue.unserved},
             }
             for queue in state.queues
         ]
@@ -120,6 +136,9 @@ class WorkerProcessAdmin(ReadOnlyAdmin):
             **(extra_context or {}),
             "workflow_queues": queues,
             "workflow_alerts": len(state.alerts),
-            "workflow_live_workers": len(state.live),
+            "workflow_live_workers": ngettext(
+                "%(count)d live worker.", "%(count)d live workers.", len(state.live)
+            )
+            % {"count": len(state.live)},
         }
         return super().changelist_view(request, extra_context=context)

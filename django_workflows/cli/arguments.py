@@ -72,7 +72,7 @@ def add_subcommands(parser: CommandParser) -> None:
     def ids(sub: ArgumentParser) -> None:
         sub.add_argument("ids", nargs="+", metavar="ID", help="The instances' ids.")
 
-    for name, verb in (("cancel", "Cancel"), ("terminate", "Terminate")):
+    for name, verb in (("cancel", "Cancelled"), ("terminate", "Terminated")):
         sub = add(
             name,
             "Request a cancel: each instance stops at its next ctx call and runs its compensations."
@@ -83,8 +83,8 @@ def add_subcommands(parser: CommandParser) -> None:
         sub.add_argument(
             "--reason",
             metavar="TEXT",
-            help=f'What the instance records (default "{verb}ed with manage.py workflows by '
-            f'<user>.").',
+            help=f'What the instance records (default "{verb} with manage.py workflows {name} '
+            f'by <user>.").',
         )
 
     retry = add("retry", "Run failed instances again from their journals.")

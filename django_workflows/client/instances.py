@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from django.db import connections, transaction
+from django.db import DatabaseError, connections, transaction
 
 from .. import clock
 from ..attributes import conditions as attribute_conditions
@@ -28,7 +28,12 @@ from ..engine.starts import (
     start_instance,
     wake_on_commit,
 )
-from ..errors import WorkflowFailedError, WorkflowNotFoundError, WorkflowResultTimeoutError
+from ..errors import (
+    WorkflowError,
+    WorkflowFailedError,
+    WorkflowNotFoundError,
+    WorkflowResultTimeoutError,
+)
 from ..jsonvalues import check_lookup
 from ..models import TAG_LENGTH, Status
 from ..results import CancelResult, InstanceStatus, SignalResult, StartResult
@@ -39,6 +44,7 @@ from ..store.deadlocks import retries_deadlocks
 from ..store.jsonvalues import to_json
 from ..store.published import latest_values
 from ..store.signals import record_signal
+from ..store.tables import missing_tables_error
 from ..subjects import subject_filter
 
 
@@ -75,7 +81,8 @@ def start(
     Raises WorkflowNotFoundError for an unknown workflow, WorkflowIdConflictError when the id
     exists with another workflow or input, TypeError for an input that is not JSON, ValueError
     for a bad duration, priority, queue, key or id; TypeError or ValueError for a subject that is not
-    a saved model instance, or for bad tags or attributes.
+    a saved model instance, or for bad tags or attributes; WorkflowError, saying to run
+    `manage.py migrate`, when the database has no django_workflows tables.
     """
     definition = registry.resolve(workflow, version)
     step = running_step.get() if id is None else None
@@ -91,7 +98,14 @@ def start(
         attributes=attributes,
         subject=subject,
     )
-    return start_instance(definition, input, options, using=database_alias(using))
+    using = database_alias(using)
+    try:
+        return start_instance(definition, input, options, using=using)
+    except DatabaseError as error:
+        unmigrated = missing_tables_error(error, using)
+        if unmigrated is None:
+            raise
+        raise WorkflowError(unmigrated) from error
 
 
 def signal(

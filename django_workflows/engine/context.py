@@ -97,7 +97,7 @@ class WorkflowContext:
     ) -> None:
         """Park the instance for `duration`, or until the aware datetime `until`."""
         name = journal.check_name(name, "sleep")
-        waits.sleep(self._x, name, waits.timer(duration, until=until))
+        waits.sleep(self._x, name, waits.timer(duration, until=until, what=f'Sleep "{name}"'))
 
     def timer(
         self, duration: Duration | None = None, *, until: datetime | None = None

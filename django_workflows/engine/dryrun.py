@@ -31,7 +31,7 @@ from .replay import Replay
 from .stops import Stops
 from .surface import Compensation
 
-__all__ = ["DryReplay", "dry_replay"]
+__all__ = ["DryReplay", "compensations_to_run", "dry_replay"]
 
 
 class DryJournal(Replay):
@@ -158,20 +158,14 @@ def _place(position: Any) -> str:
     return ".".join(str(part) for part in position) or "-"
 
 
-def dry_replay(
+def _replayed(
     instance: WorkflowInstance,
     definition: Workflow,
     journal_entries: list[tuple[str, dict[str, Any]]],
-    *,
     using: str,
-) -> errors.WorkflowNonDeterminismError | None:
-    """Replay `journal_entries` (decoded, in first-write order) of `instance` through
-    `definition`'s code, running no step and writing nothing: None when the code reaches the
-    journal in order, else the first mismatch found (a step renamed, removed, reordered or
-    reached as another kind; a definition error the code raises on this journal).
-
-    A workflow that returns or raises before the frontier is a mismatch only if it left
-    entries unreached. Raises what is not the workflow's: a KeyboardInterrupt, a SystemExit."""
+) -> tuple[DryReplay, errors.WorkflowNonDeterminismError | None]:
+    """The dry replay of `journal_entries` through `definition`'s code, and its first mismatch
+    (None when the code reaches the journal in order)."""
     x = DryReplay(instance, definition, journal_entries, using=using)
     stopped = "returned"
     try:
@@ -186,17 +180,63 @@ def dry_replay(
     if x.guards.definition_error is not None:
         found = x.guards.definition_error
         if isinstance(found, errors.WorkflowNonDeterminismError):
-            return found
+            return x, found
         mismatch = _mismatch(x.instance, str(found))
         mismatch.__cause__ = found
-        return mismatch
+        return x, mismatch
     unreached = x.journal.unreached()
     if unreached:
         names = ", ".join(f'"{name}"' for name in unreached)
-        return _mismatch(
+        return x, _mismatch(
             x.instance,
             f"{names} {'was' if len(unreached) == 1 else 'were'} journaled by an earlier run but "
             f"not reached: the code {stopped} first. A deployed change renamed, removed or "
             f"reordered them, or the code no longer takes what they returned.",
         )
-    return x.journal.moved
+    return x, x.journal.moved
+
+
+def dry_replay(
+    instance: WorkflowInstance,
+    definition: Workflow,
+    journal_entries: list[tuple[str, dict[str, Any]]],
+    *,
+    using: str,
+) -> errors.WorkflowNonDeterminismError | None:
+    """Replay `journal_entries` (decoded, in first-write order) of `instance` through
+    `definition`'s code, running no step and writing nothing: None when the code reaches the
+    journal in order, else the first mismatch found (a step renamed, removed, reordered or
+    reached as another kind; a definition error the code raises on this journal).
+
+    A workflow that returns or raises before the frontier is a mismatch only if it left
+    entries unreached. Raises what is not the workflow's: a KeyboardInterrupt, a SystemExit."""
+    return _replayed(instance, definition, journal_entries, using)[1]
+
+
+def compensations_to_run(
+    instance: WorkflowInstance,
+    definition: Workflow,
+    journal_entries: list[tuple[str, dict[str, Any]]],
+    *,
+    using: str,
+) -> list[str]:
+    """The steps whose compensations an undo of `instance` would run now, in the order it would
+    run them, as the engine decides it: the completed steps with a compensation since the last
+    commit point, latest position first, less those whose compensation completed already. The
+    dry replay of the journal finds them, running no step and writing nothing.
+
+    Raises WorkflowNonDeterminismError when the code does not match the journal (the list
+    would be a guess), and what dry_replay() raises."""
+    x, mismatch = _replayed(instance, definition, journal_entries, using)
+    if mismatch is not None:
+        raise mismatch
+    done = {
+        name
+        for name, entry in journal_entries
+        if entry.get("kind") == "compensation" and entry.get("status") == journal.COMPLETED
+    }
+    return [
+        compensation.step
+        for compensation in sorted(x.compensations, key=lambda c: c.position, reverse=True)
+        if f"{journal.COMPENSATION_PREFIX}{compensation.step}" not in done
+    ]

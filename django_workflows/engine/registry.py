@@ -13,6 +13,7 @@ from ..definitions import DEFAULT_QUEUE, Concurrency, RateLimit, Schedule, Workf
 from ..durations import Duration, parse_duration
 from ..errors import WorkflowDefinitionError, WorkflowNotFoundError
 from .asynccontext import workflow_runner
+from .signatures import call_problem
 
 
 def _origin(definition: Workflow) -> str:
@@ -90,6 +91,28 @@ def _as_tuple(value: Any, kind: type) -> tuple[Any, ...]:
     return values
 
 
+def signature_problem(definition: Workflow) -> str | None:
+    """Why the definition's function (or its class's run method) cannot be called as
+    `(ctx, input)`, the way the engine calls it, or None when it can. Extra parameters with
+    defaults (keyword-only ones too) are fine: the engine never passes them."""
+    # An async workflow's runner wraps the function: the signature read is the function's.
+    problem = call_problem(definition.run, 2)
+    if problem is None:
+        return None
+    target = definition.target if definition.target is not None else definition.run
+    if isinstance(target, type):
+        run = getattr(target, "run", None)
+        given = f"{_origin(definition)}.run{inspect.signature(run) if run else '()'}"
+        expected = "def run(self, ctx, input)"
+    else:
+        given = f"{_origin(definition)}{inspect.signature(target)}"
+        expected = f"def {getattr(target, '__name__', 'name')}(ctx, input)"
+    return (
+        f"@workflow({definition.name!r}) decorates {given}, but the engine calls it with "
+        f"(ctx, input) and it {problem}. Define it as {expected}."
+    )
+
+
 def workflow(
     name: str,
     *,
@@ -107,6 +130,11 @@ def workflow(
     (TypeError or ValueError for tags that are not strings, empty, too long or too many).
     `queue`: the queue its instances go to unless start() names another; workers started with
     `--queue` claim only theirs (TypeError or ValueError for a name that is not a short word)."""
+    if callable(name):
+        raise TypeError(
+            f'@workflow needs the workflow\'s name: use @workflow("name") above '
+            f"def {getattr(name, '__name__', 'name')}(ctx, input), not a bare @workflow."
+        )
     if not isinstance(name, str) or not name:
         raise ValueError("A workflow needs a non-empty name.")
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
@@ -136,6 +164,9 @@ def workflow(
             raise ValueError(
                 f"@workflow({name!r}) decorates a function or a class, not {target!r}."
             )
+        problem = signature_problem(Workflow(name=name, version=version, run=run, target=target))
+        if problem is not None:
+            raise TypeError(problem)
         if inspect.iscoroutinefunction(run):  # an async def workflow (or `async def run`)
             run = workflow_runner(run)
         definition = Workflow(

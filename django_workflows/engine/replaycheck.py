@@ -12,11 +12,11 @@ from typing import Any
 from .. import clock
 from ..conf import database_alias
 from ..definitions import Workflow
-from ..errors import WorkflowNonDeterminismError, WorkflowNotFoundError
+from ..errors import WorkflowError, WorkflowNonDeterminismError, WorkflowNotFoundError
 from ..models import WorkflowInstance
-from ..store.journals import InstanceJournal, read_journals
+from ..store.journals import InstanceJournal, read_journal, read_journals
 from ..store.tables import pending_migrations
-from .dryrun import dry_replay
+from .dryrun import compensations_to_run, dry_replay
 from .registry import registry
 
 BATCH_SIZE = 200
@@ -139,3 +139,27 @@ def _replayed(found: Iterator[InstanceJournal], using: str) -> Iterator[Checked]
             mismatch = replay_journal(instance, stored.journal, using=using)
             problem = None if mismatch is None else str(mismatch)
         yield Checked(instance.pk, instance.workflow, instance.version, problem)
+
+
+def pending_compensations(id: str, *, using: str | None = None) -> list[str]:
+    """The steps whose compensations a cancel of instance `id` would run now, in the order it
+    would run them (engine/dryrun.py's compensations_to_run()).
+
+    Raises WorkflowNotFoundError when there is no such instance or its workflow@version is not
+    registered, WorkflowNonDeterminismError when the code does not match its journal, and
+    WorkflowError when its journal cannot be read (a codec without its key, a malformed row)."""
+    using = database_alias(using)
+    stored = read_journal(using, id)
+    if stored is None:
+        raise WorkflowNotFoundError(f"No workflow instance {id!r}.")
+    if stored.unreadable is not None:
+        raise WorkflowError(
+            f"its journal cannot be read with the CODEC setting: {stored.unreadable}"
+        )
+    if stored.malformed is not None:
+        raise WorkflowError(stored.malformed)
+    instance = stored.instance
+    definition = registry.get(instance.workflow, instance.version)
+    if definition is None:
+        raise WorkflowNotFoundError(not_registered(instance))
+    return compensations_to_run(instance, definition, stored.journal, using=using)

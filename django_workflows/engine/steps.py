@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import inspect
 import types
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -21,6 +20,7 @@ from .compensations import register
 from .coroutines import refuse_async_fn, refuse_coroutine
 from .interrupts import Suspend
 from .retries import default_retry
+from .signatures import call_problem
 from .stepcontext import StepContext
 from .steplog import carried
 from .tracebacks import attempt_error
@@ -39,37 +39,26 @@ def check_arguments(x: Any, fn: Callable[..., Any], count: int, what: str, like:
             fn.__code__, len(fn.__defaults__ or ()), tuple(fn.__kwdefaults__ or ()), count
         )
     else:
-        problem = _binds(fn, count)
+        problem = call_problem(fn, count)
     if problem is not None:
         raise x.guards.define_error(
             errors.WorkflowDefinitionError(
-                f"{what} must take {count} argument{'s' if count > 1 else ''} ({like}): "
-                f"{getattr(fn, '__qualname__', fn)!r} cannot ({problem})."
+                f"{what} must take {count} argument{'s' if count > 1 else ''} ({like}); "
+                f"{getattr(fn, '__qualname__', fn)} {problem}."
             )
         )
-
-
-def _binds(fn: Callable[..., Any], count: int) -> str | None:
-    """Why `fn` cannot take `count` positional arguments, or None when it can (or when it has
-    no signature to read, as some builtins: then let it run)."""
-    try:
-        inspect.signature(fn).bind(*([None] * count))
-    except TypeError as error:
-        return str(error)
-    except ValueError:
-        pass
-    return None
 
 
 @functools.lru_cache(maxsize=4096)
 def _binds_code(
     code: types.CodeType, defaults: int, kwdefaults: tuple[str, ...], count: int
 ) -> str | None:
-    """_binds() of any function with this code and these defaults (their values do not matter)."""
+    """call_problem() of any function with this code and these defaults (their values do not
+    matter)."""
     closure = tuple(types.CellType() for _ in code.co_freevars) or None
     function = types.FunctionType(code, {}, None, (None,) * defaults or None, closure)
     function.__kwdefaults__ = dict.fromkeys(kwdefaults) or None
-    return _binds(function, count)
+    return call_problem(function, count)
 
 
 def step(

@@ -53,18 +53,21 @@ class Waitable(ABC):
         """The condition wait_for_any() waits for in its place."""
 
 
-def timer(duration: Duration | None = None, *, until: datetime | None = None) -> TimerCondition:
+def timer(
+    duration: Duration | None = None, *, until: datetime | None = None, what: str = "A timer"
+) -> TimerCondition:
     """A timer condition; WorkflowDefinitionError unless given exactly one of `duration` and
-    `until`, ValueError for an `until` that is not an aware datetime or a bad duration."""
+    `until`, ValueError for an `until` that is not an aware datetime or a bad duration. `what`
+    names it in the errors ('Sleep "cool-down"')."""
     if (duration is None) == (until is None):
         raise errors.WorkflowDefinitionError(
-            "Give a timer either a duration or until=, not both or neither."
+            f"{what} takes either a duration or until=, not both or neither."
         )
     if until is not None:
         if not isinstance(until, datetime) or until.tzinfo is None:
-            raise ValueError(f"until must be an aware datetime, not {until!r}.")
+            raise ValueError(f"{what}: until must be an aware datetime, not {until!r}.")
         return TimerCondition(None, until)
-    return TimerCondition(parse_duration(duration, "The timer's duration"), None)  # type: ignore[arg-type]
+    return TimerCondition(parse_duration(duration, f"{what}: duration"), None)  # type: ignore[arg-type]
 
 
 def signal_condition(

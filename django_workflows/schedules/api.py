@@ -303,7 +303,8 @@ def preview(
 ) -> builtins.list[datetime]:
     """The next `count` occurrences after `start` (default now), as aware UTC datetimes, of a
     saved schedule (its id), a Schedule, or a timing given as a dict (`cron`, `every`, `rrule`,
-    `tz`, `start_at`, `end_at`)."""
+    `tz`, `start_at`, `end_at`). A 6-field cron reads the seconds first: "0 2 1 * * *" gives
+    01:02:00 every day. ValueError for a bad timing (naming how a cron's fields were read)."""
     if not isinstance(count, int) or count < 1:
         raise ValueError(f"count must be a positive integer, not {count!r}.")
     after = start or clock.now()

@@ -3,7 +3,7 @@ migrations not applied there, for the commands that refuse to start on tables be
 
 from __future__ import annotations
 
-from django.db import connections
+from django.db import DatabaseError, connections
 from django.db.migrations.executor import MigrationExecutor
 
 
@@ -17,3 +17,24 @@ def pending_migrations(using: str) -> list[str]:
         for migration, _ in executor.migration_plan(targets)
         if migration.app_label == "django_workflows"
     ]
+
+
+TABLE_PREFIX = "django_workflows_"
+"""What the name of every table of the app starts with (Django's <app label>_<model>)."""
+
+
+def missing_tables_error(error: DatabaseError, using: str) -> str | None:
+    """What to say when `error` is a database's "no such table" about one of the app's tables
+    (SQLite's "no such table", PostgreSQL's "relation ... does not exist", MySQL's "Table ...
+    doesn't exist"): the migrations are not applied. None for any other error. It reads only the
+    error's text: after such an error, a PostgreSQL transaction can run no other query."""
+    text = str(error).lower()
+    if TABLE_PREFIX not in text or not any(
+        words in text for words in ("no such table", "does not exist", "doesn't exist")
+    ):
+        return None
+    return (
+        f"The django_workflows tables are missing on the database {using!r}: run "
+        f"`python manage.py migrate` (with `--database {using}` for another alias than "
+        f"default) before starting workflows."
+    )

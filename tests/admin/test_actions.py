@@ -51,7 +51,7 @@ def test_retry_retries_failed_instances_and_refuses_the_others(admin_client, ins
 
 
 def test_cancel_cancels_unfinished_instances(admin_client, instances, world):
-    [message] = act(admin_client, "cancel", "order-waiting", "paid")
+    [message] = act(admin_client, "cancel", "order-waiting", "paid", confirm=True)
     assert message == (
         "Cancel requested for 1 instance; a worker applies it. Refused 1: paid is completed: "
         "only unfinished instances can be cancelled."
@@ -65,7 +65,7 @@ def test_cancel_cancels_unfinished_instances(admin_client, instances, world):
 
 def test_cancel_refuses_an_instance_being_cancelled(admin_client, instances):
     wf.cancel("order-waiting", "by the customer")
-    [message] = act(admin_client, "cancel", "order-waiting")
+    [message] = act(admin_client, "cancel", "order-waiting", confirm=True)
     assert message == (
         "Cancel requested for 0 instances. Refused 1: order-waiting is being cancelled already."
     )
@@ -175,7 +175,7 @@ def test_the_delete_button_returns_to_the_list(admin_client, instances):
 def test_cancel_says_each_request_waits_for_a_worker(admin_client, instances):
     wf.start("order-fulfilment", order("second"), id="order-second")
     wf.drain()
-    [message] = act(admin_client, "cancel", "order-waiting", "order-second")
+    [message] = act(admin_client, "cancel", "order-waiting", "order-second", confirm=True)
     assert message == "Cancel requested for 2 instances; a worker applies them."
     assert status("order-waiting") == status("order-second") == "suspended"  # until a worker
 
@@ -195,6 +195,65 @@ def test_terminate_shows_a_confirmation_page_and_changes_nothing(admin_client, i
     row = WorkflowInstance.objects.get(id="order-waiting")
     assert not row.terminate_requested and not row.cancel_requested
     assert not [str(m) for m in response.context["messages"]]
+
+
+def test_cancel_shows_a_confirmation_page_naming_the_compensations_it_runs(
+    admin_client, instances, world
+):
+    response = admin_client.post(
+        CHANGELIST, {"action": "cancel", "_selected_action": ["order-waiting", "paid"]}
+    )
+    assert response.status_code == 200
+    assert response.templates[0].name == "django_workflows/admin/action_confirmation.html"
+    html = response.content.decode()
+    assert "Cancel 2 selected instances?" in html
+    # The completed steps with a compensation, latest first: the order the undo runs them in.
+    assert "Runs 2 compensations: undo reserve-stock, then undo charge-payment." in html
+    assert "paid is completed: only unfinished instances can be cancelled." in html
+    assert '<input type="submit" value="Yes, cancel">' in html
+    row = WorkflowInstance.objects.get(id="order-waiting")
+    assert not row.cancel_requested and not row.terminate_requested
+    assert not [key for key in world.refunds if key.startswith("order-waiting")]
+
+
+def test_cancel_after_a_commit_point_says_no_compensation_runs(admin_client, instances):
+    wf.signal("shipment.delivered", {"trackingNumber": "T1"}, key="waiting")
+    wf.drain()  # past ctx.commit("delivered"), asleep before the review request
+    html = admin_client.post(
+        CHANGELIST, {"action": "cancel", "_selected_action": ["order-waiting"]}
+    ).content.decode()
+    assert "Runs no compensation: none is registered since its last commit point." in html
+
+
+def test_cancel_of_an_instance_whose_code_is_not_registered_says_it_cannot_tell(
+    admin_client, instances
+):
+    WorkflowInstance.objects.filter(id="order-waiting").update(version=7)
+    html = admin_client.post(
+        CHANGELIST, {"action": "cancel", "_selected_action": ["order-waiting"]}
+    ).content.decode()
+    assert "Its compensations cannot be listed: order-fulfilment@7 is not registered" in html
+
+
+def test_cancel_acts_once_confirmed(admin_client, instances, world):
+    [message] = act(admin_client, "cancel", "order-waiting", confirm=True)
+    assert message == "Cancel requested for 1 instance; a worker applies it."
+    assert WorkflowInstance.objects.get(id="order-waiting").cancel_requested
+
+
+def test_the_cancel_button_asks_for_confirmation_first(admin_client, instances, world):
+    url = reverse("admin:django_workflows_workflowinstance_cancel", args=["order-waiting"])
+    page = admin_client.post(url).content.decode()
+    assert "Cancel 1 selected instance?" in page
+    assert "undo reserve-stock, then undo charge-payment" in page
+    assert f'<a href="{change_url("order-waiting")}" class="button cancel-link">' in page
+    assert not WorkflowInstance.objects.get(id="order-waiting").cancel_requested
+    response = admin_client.post(url, {"post": "yes"}, follow=True)
+    assert response.redirect_chain[-1][0] == change_url("order-waiting")
+    assert [str(m) for m in response.context["messages"]] == [
+        "Cancel requested for 1 instance; a worker applies it."
+    ]
+    assert WorkflowInstance.objects.get(id="order-waiting").cancel_requested
 
 
 def test_terminate_acts_once_confirmed(admin_client, instances):
@@ -274,7 +333,7 @@ def test_cancel_terminate_and_delete_still_act_on_an_instance_the_codec_cannot_r
     wf.start("flaky", {}, id="paid")
     wf.drain()
     codecs.lose_key()
-    assert act(admin_client, "cancel", "order-a") == [
+    assert act(admin_client, "cancel", "order-a", confirm=True) == [
         "Cancel requested for 1 instance; a worker applies it."
     ]
     assert act(admin_client, "terminate", "order-b", confirm=True) == [

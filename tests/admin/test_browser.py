@@ -142,12 +142,30 @@ def test_a_staff_user_without_the_retry_permission_is_not_offered_the_action(
     assert not browser.find_elements(By.CSS_SELECTOR, "button.dw-action")
 
 
+def navigate(browser, selector: str, by: str) -> None:
+    """Click, then wait (with a deadline) until the next page has loaded in this one's place.
+
+    The old page is marked with a window property that a new page does not have. Chromium
+    answers questions about the old page's elements with errors of its own while it
+    navigates ("Node with given id does not belong to the document"), so the wait asks
+    about the window, and takes any driver error as "not yet".
+    """
+    from selenium.common.exceptions import WebDriverException
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser.execute_script("window.dwOldPage = true;")
+    browser.find_element(by, selector).click()
+    WebDriverWait(browser, 10, ignored_exceptions=(WebDriverException,)).until(
+        lambda driver: driver.execute_script(
+            "return window.dwOldPage === undefined && document.readyState === 'complete';"
+        )
+    )
+
+
 def test_terminate_asks_for_confirmation_in_the_browser(
     browser, live_server, workflow_clock, world, django_user_model
 ):
-    from selenium.common.exceptions import WebDriverException
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import WebDriverWait
 
     wf.start("order-fulfilment", order("3f9a1c"), id="order-3f9a1c")
     wf.drain()
@@ -155,20 +173,7 @@ def test_terminate_asks_for_confirmation_in_the_browser(
     page = f"{live_server.url}/admin/django_workflows/workflowinstance/order-3f9a1c/change/"
 
     def click_and_wait(selector: str, by: str = By.CSS_SELECTOR) -> None:
-        """Click, then wait (with a deadline) until the next page has loaded in this one's place.
-
-        The old page is marked with a window property that a new page does not have. Chromium
-        answers questions about the old page's elements with errors of its own while it
-        navigates ("Node with given id does not belong to the document"), so the wait asks
-        about the window, and takes any driver error as "not yet".
-        """
-        browser.execute_script("window.dwOldPage = true;")
-        browser.find_element(by, selector).click()
-        WebDriverWait(browser, 10, ignored_exceptions=(WebDriverException,)).until(
-            lambda driver: driver.execute_script(
-                "return window.dwOldPage === undefined && document.readyState === 'complete';"
-            )
-        )
+        navigate(browser, selector, by)
 
     log_in(browser, live_server, "admin", "admin-password")
     browser.get(page)
@@ -186,3 +191,78 @@ def test_terminate_asks_for_confirmation_in_the_browser(
     message = browser.find_element(By.CSS_SELECTOR, "ul.messagelist li").text
     assert message == "Terminate requested for 1 instance; a worker applies it."
     assert WorkflowInstance.objects.get(pk="order-3f9a1c").terminate_requested
+
+
+def test_cancel_asks_for_confirmation_naming_its_compensations_in_the_browser(
+    browser, live_server, workflow_clock, world, django_user_model
+):
+    from selenium.webdriver.common.by import By
+
+    wf.start("order-fulfilment", order("3f9a1c"), id="order-3f9a1c")
+    wf.drain()
+    django_user_model.objects.create_superuser("admin", "admin@example.com", "admin-password")
+    page = f"{live_server.url}/admin/django_workflows/workflowinstance/order-3f9a1c/change/"
+    log_in(browser, live_server, "admin", "admin-password")
+    browser.get(page)
+    navigate(browser, "button.dw-action-cancel", By.CSS_SELECTOR)
+    assert (
+        browser.find_element(By.CSS_SELECTOR, "#content h1").text == "Cancel 1 selected instance?"
+    )
+    detail = browser.find_element(By.CSS_SELECTOR, ".dw-confirm-detail").text
+    assert detail == "Runs 2 compensations: undo reserve-stock, then undo charge-payment."
+    assert not WorkflowInstance.objects.get(pk="order-3f9a1c").cancel_requested
+    navigate(browser, 'input[type=submit][value="Yes, cancel"]', By.CSS_SELECTOR)
+    assert browser.current_url == page
+    message = browser.find_element(By.CSS_SELECTOR, "ul.messagelist li").text
+    assert message == "Cancel requested for 1 instance; a worker applies it."
+    assert WorkflowInstance.objects.get(pk="order-3f9a1c").cancel_requested
+
+
+def test_the_instance_and_worker_lists_fit_a_1400_pixel_window(
+    browser, live_server, workflow_clock, world, django_user_model
+):
+    """No horizontal scrolling at 1,400 px with the values a deployment has: uuid ids, long
+    host names, custom statuses, every column filled."""
+    import uuid
+
+    from selenium.webdriver.common.by import By
+
+    from django_workflows.store import workers as registry
+
+    for n in range(3):
+        wf.start("order-fulfilment", order(f"o{n}"), id=str(uuid.uuid4()))
+    wf.start("statuses", {}, id=f"{uuid.uuid4()}-with-a-longer-business-key")
+    wf.drain()
+    now = workflow_clock.now()
+    for n in range(2):
+        host = f"ip-10-0-{n}-17.eu-west-1.compute.internal"
+        registry.register(
+            "default",
+            registry.Registration(
+                id=f"{host}:{4242 + n}:{uuid.uuid4().hex[:8]}",
+                host=host,
+                pid=4242 + n,
+                queues=["default", "mail", "gpu-inference"],
+                workflows=[],
+                concurrency=10,
+                version="1.4.0",
+                heartbeat=10.0,
+                started_at=now,
+            ),
+            now=now,
+        )
+    django_user_model.objects.create_superuser("admin", "admin@example.com", "admin-password")
+    log_in(browser, live_server, "admin", "admin-password")
+    browser.set_window_size(1400, 1000)
+    for page in ("workflowinstance", "workerprocess"):
+        browser.get(f"{live_server.url}/admin/django_workflows/{page}/")
+        assert browser.find_elements(By.CSS_SELECTOR, "#result_list tbody tr")
+        results = browser.find_element(By.CSS_SELECTOR, "#changelist .results")
+        scroll, client = browser.execute_script(
+            "return [arguments[0].scrollWidth, arguments[0].clientWidth];", results
+        )
+        assert scroll <= client, f"{page}: the list is {scroll} px wide in {client} px"
+        page_width = browser.execute_script(
+            "return [document.documentElement.scrollWidth, window.innerWidth];"
+        )
+        assert page_width[0] <= page_width[1], page

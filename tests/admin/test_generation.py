@@ -35,6 +35,7 @@ def test_the_change_page_shows_the_generation(admin_client, continued):
     assert re.search(r"Generation:</label>\s*<div class=\"readonly\">3</div>", html), html
 
 
-def test_the_changelist_has_a_generation_column(admin_client, continued):
+def test_the_changelist_shows_the_generation_with_the_runs(admin_client, continued):
     html = admin_client.get(CHANGELIST).content.decode()
-    assert re.search(r'<td class="field-generation">3</td>', html), html
+    runs = wf.get_status(continued).runs
+    assert re.search(rf'<td class="field-runs_of">{runs} · gen 3</td>', html), html

@@ -57,3 +57,45 @@ def test_an_entry_without_any_time_is_listed_without_a_mark():
     timeline = build_timeline(instance("completed", 1), [("x", {"kind": "value"})])
     [row] = timeline.rows
     assert row.marker and row.start is None
+
+
+def test_a_short_run_labels_its_axis_relative_to_its_start():
+    ms = 1 / 3_600_000  # an hour's fraction per millisecond
+    timeline = build_timeline(
+        instance("completed", 1200 * ms),
+        [("charge", {"kind": "step", "status": "completed", "attempt": 1,
+                     "started_at": at(0), "finished_at": at(1200 * ms)})],
+    )  # fmt: skip
+    assert [text for _, text in timeline.ticks] == [
+        "+0 ms",
+        "+240 ms",
+        "+480 ms",
+        "+720 ms",
+        "+960 ms",
+        "+1.2 s",
+    ]
+    assert timeline.origin == "from 00:00:00 UTC"
+
+
+def test_a_run_of_hours_labels_its_axis_with_clock_times():
+    timeline = build_timeline(instance("completed", 5), [])
+    assert [text for _, text in timeline.ticks] == [
+        "00:00:00",
+        "01:00:00",
+        "02:00:00",
+        "03:00:00",
+        "04:00:00",
+        "05:00:00",
+    ]
+    assert timeline.origin == "times in UTC"
+
+
+def test_a_compensation_reads_as_the_undo_of_its_step():
+    timeline = build_timeline(
+        instance("cancelled", 1),
+        [("$compensate:reserve-stock", {"kind": "compensation", "status": "completed",
+                                        "started_at": at(0.5), "finished_at": at(0.6)})],
+    )  # fmt: skip
+    [row] = timeline.rows
+    assert row.name == "undo reserve-stock"
+    assert row.entry == "$compensate:reserve-stock"  # the stored name, unchanged

@@ -45,7 +45,8 @@ def test_a_queue_with_a_backlog_and_no_live_worker_is_a_warning_row(admin_client
     assert f'<a href="{instances}?queue=gpu">gpu</a>' in page
     assert f'<a href="{instances}?queue=default">default</a>' in page
     assert page.count('class="workflow-queue-alert"') == 1
-    assert "Warning: 2 due instance(s) that no live worker claims." in page
+    assert "Warning: 2 due instances that no live worker claims." in page
+    assert "<p>1 live worker. A worker is gone once" in page
     assert "(1\xa0minute ago)" in page  # by the workflow clock
     # The link lists that queue's instances.
     response = admin_client.get(instances, {"queue": "gpu"})
@@ -55,6 +56,7 @@ def test_a_queue_with_a_backlog_and_no_live_worker_is_a_warning_row(admin_client
 def test_nothing_due_says_so(admin_client, workflow_clock):
     page = admin_client.get(reverse(URL)).content.decode()
     assert "Nothing is due: no queue has a backlog." in page
+    assert "<p>0 live workers. A worker is gone once" in page
     assert "workflow-queue-alert" not in page
 
 

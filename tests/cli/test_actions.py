@@ -36,6 +36,22 @@ def test_without_a_reason_the_cancel_records_where_it_came_from(instances):
     assert message.startswith("Cancelled with manage.py workflows cancel")
 
 
+@pytest.mark.parametrize("operation", ["cancel", "terminate"])
+def test_the_reason_help_shows_the_default_the_command_records(instances, operation):
+    import getpass
+
+    from django.core.management import load_command_class
+
+    command = load_command_class("django_workflows", "workflows")
+    parser = command.create_parser("manage.py", "workflows")
+    actions = parser._subparsers._group_actions[0].choices  # noqa: SLF001 - argparse's own
+    reason = next(a for a in actions[operation]._actions if a.dest == "reason")  # noqa: SLF001
+    run(operation, "order-1")
+    wf.drain()
+    recorded = wf.get_status("order-1").error["message"]
+    assert f'(default "{recorded.replace(getpass.getuser(), "<user>")}")' in reason.help
+
+
 def test_each_id_gets_its_line_and_a_refused_or_unknown_one_exits_1(instances):
     status, out, err = run("cancel", "order-1", "done-1", "nope", "signup-1")
     assert status == 1
