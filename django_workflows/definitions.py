@@ -119,6 +119,30 @@ def check_priority(priority: Any) -> None:
         raise ValueError(f"priority must be an integer from 1 to {PRIORITY_MAX}, not {priority!r}.")
 
 
+def check_debounce(
+    debounce: Duration | None, timeout: Duration | None, prefix: str = ""
+) -> tuple[timedelta | None, timedelta | None]:
+    """`debounce` and `debounce_timeout` as timedeltas (None where not given); ValueError, its
+    message after `prefix`, for one that is not a positive duration, or for a timeout without
+    a debounce."""
+    if debounce is None:
+        if timeout is not None:
+            raise ValueError(
+                f"{prefix}debounce_timeout needs a debounce: give debounce too, the quiet time "
+                f"after the last start, or leave both out."
+            )
+        return None, None
+    quiet = parse_duration(debounce, f"{prefix}debounce")
+    if not quiet:
+        raise ValueError(f"{prefix}debounce must be longer than 0, not {debounce!r}.")
+    if timeout is None:
+        return quiet, None
+    longest = parse_duration(timeout, f"{prefix}debounce_timeout")
+    if not longest:
+        raise ValueError(f"{prefix}debounce_timeout must be longer than 0, not {timeout!r}.")
+    return quiet, longest
+
+
 def check_queue(queue: Any, what: str = "queue") -> None:
     """Raise TypeError or ValueError for a queue name that is not a short word: letters,
     digits, '.', ':', '_' and '-' (it goes on command lines and into the admin's filter)."""
@@ -258,6 +282,9 @@ class Workflow:
     tags: tuple[str, ...] = ()
     # The queue its instances go to unless start() names another (runworkflows --queue).
     queue: str = DEFAULT_QUEUE
+    # The debounce of its starts with an id, unless start() gives one (@workflow(debounce=...)).
+    debounce: timedelta | None = None
+    debounce_timeout: timedelta | None = None
     target: Any = field(default=None, repr=False)
     # Update name -> validator `(status, arg)`, filled by @<workflow>.validator(name).
     validators: dict[str, Callable[[Any, Any], Any]] = field(default_factory=dict, repr=False)

@@ -30,6 +30,8 @@ class StartResult:
     version: int
     created: bool
     status: Status
+    # A start with a debounce that found the instance still waiting to begin, and moved it.
+    debounced: bool = False
 
 
 @dataclass(frozen=True)

@@ -63,6 +63,8 @@ def start(
     using: str | None = None,
     subject: Any = None,
     queue: str | None = None,
+    debounce: Duration | None = None,
+    debounce_timeout: Duration | None = None,
 ) -> StartResult:
     """Start an instance, or find the one with this id and input (`created=False`).
 
@@ -78,11 +80,18 @@ def start(
     workflow's (`@workflow(queue=...)`, "default" unless it names one): a worker started with
     `--queue` claims only its queues' instances.
 
+    `debounce`, with an `id`: the instance starts `debounce` after the last of the starts of
+    its id that come while it is pending and has run no step; each of them replaces its input
+    (`debounced=True`), until `debounce_timeout` after the first. A start after it began finds
+    it (`created=False`, `debounced=False`), whatever its input. The workflow's
+    `@workflow(debounce=...)` applies when the start gives none.
+
     Raises WorkflowNotFoundError for an unknown workflow, WorkflowIdConflictError when the id
     exists with another workflow or input, TypeError for an input that is not JSON, ValueError
-    for a bad duration, priority, queue, key or id; TypeError or ValueError for a subject that is not
-    a saved model instance, or for bad tags or attributes; WorkflowError, saying to run
-    `manage.py migrate`, when the database has no django_workflows tables.
+    for a bad duration (or a debounce without an id), priority, queue, key or id; TypeError or
+    ValueError for a subject that is not a saved model instance, or for bad tags or attributes;
+    WorkflowError, saying to run `manage.py migrate`, when the database has no django_workflows
+    tables.
     """
     definition = registry.resolve(workflow, version)
     step = running_step.get() if id is None else None
@@ -97,6 +106,8 @@ def start(
         tags=tags,
         attributes=attributes,
         subject=subject,
+        debounce=debounce,
+        debounce_timeout=debounce_timeout,
     )
     using = database_alias(using)
     try:

@@ -9,7 +9,15 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..attributes import check_tags
-from ..definitions import DEFAULT_QUEUE, Concurrency, RateLimit, Schedule, Workflow, check_queue
+from ..definitions import (
+    DEFAULT_QUEUE,
+    Concurrency,
+    RateLimit,
+    Schedule,
+    Workflow,
+    check_debounce,
+    check_queue,
+)
 from ..durations import Duration, parse_duration
 from ..errors import WorkflowDefinitionError, WorkflowNotFoundError
 from .asynccontext import workflow_runner
@@ -123,13 +131,17 @@ def workflow(
     schedules: Sequence[Schedule] = (),
     tags: Sequence[str] | None = None,
     queue: str = DEFAULT_QUEUE,
+    debounce: Duration | None = None,
+    debounce_timeout: Duration | None = None,
 ) -> Callable[[Any], Workflow]:
     """Register a function `(ctx, input)`, or a class with `run(self, ctx, input)`, as a workflow.
 
     `tags`: static tags every instance of this version gets, with those its start gives
     (TypeError or ValueError for tags that are not strings, empty, too long or too many).
     `queue`: the queue its instances go to unless start() names another; workers started with
-    `--queue` claim only theirs (TypeError or ValueError for a name that is not a short word)."""
+    `--queue` claim only theirs (TypeError or ValueError for a name that is not a short word).
+    `debounce` and `debounce_timeout`: the debounce of every start with an id that gives none
+    (see start(); ValueError for a duration that is not positive)."""
     if callable(name):
         raise TypeError(
             f'@workflow needs the workflow\'s name: use @workflow("name") above '
@@ -143,6 +155,7 @@ def workflow(
     limits = _as_tuple(concurrency, Concurrency)
     rates = _as_tuple(rate_limit, RateLimit)
     check_queue(queue, f"Workflow {name!r}: queue")
+    debounced = check_debounce(debounce, debounce_timeout, f"Workflow {name!r}: ")
     static_tags = tuple(check_tags(tags, f"Workflow {name!r}: tags")) if tags is not None else ()
     for schedule in schedules:
         if not isinstance(schedule, Schedule):
@@ -179,6 +192,8 @@ def workflow(
             schedules=tuple(schedules),
             tags=static_tags,
             queue=queue,
+            debounce=debounced[0],
+            debounce_timeout=debounced[1],
             target=target,
         )
         registry.register(definition)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import connections, transaction
@@ -18,7 +18,7 @@ from django.db import connections, transaction
 from .. import clock
 from ..attributes import check_attributes, check_tags
 from ..conf import database_alias
-from ..definitions import Workflow, check_priority, check_queue
+from ..definitions import Workflow, check_debounce, check_priority, check_queue
 from ..durations import Duration, parse_duration
 from ..errors import WorkflowIdConflictError, WorkflowNotFoundError
 from ..jsonvalues import MAX_MESSAGE, check_lookup, check_text
@@ -83,7 +83,8 @@ class StartOptions:
     given. `schedule_id` and `scheduled_at`: a schedule's occurrence. `parent_id` and
     `parent_close`: a child's parent and what becomes of the child when the parent ends.
     `wake_at`: the first time a worker may claim it (a Django task's run_after), now unless
-    given."""
+    given. `debounce` and `debounce_timeout`: start()'s, for an instance with an `id` that is
+    not `repeated` (the definition's own when both are None)."""
 
     id: str | None = None
     timeout: Duration | None = None
@@ -100,18 +101,22 @@ class StartOptions:
     parent_id: str | None = None
     parent_close: str | None = None
     wake_at: datetime | None = None
+    debounce: Duration | None = None
+    debounce_timeout: Duration | None = None
 
 
 @dataclass
 class NewInstance:
     """An instance about to be created, checked and encoded: its row, the JSON of its input,
-    and what is written with it (its tags, search attributes and first journal entries)."""
+    and what is written with it (its tags, search attributes and first journal entries).
+    `debounce`: its quiet time and longest wait, for a debounced start."""
 
     instance: WorkflowInstance
     value: Any
     tags: list[str]
     attributes: dict[str, Any]
     entries: dict[str, dict[str, Any]]
+    debounce: tuple[timedelta, timedelta | None] | None = None
 
 
 def new_instance(
@@ -138,6 +143,7 @@ def new_instance(
             f"The instance id {id!r} has the form of a schedule occurrence's, "
             f"<schedule id>@<time>, which only that occurrence's instance takes: use another id."
         )
+    debounce = _debounce(definition, options)
     check_priority(priority)
     if queue is None:
         queue = definition.queue
@@ -162,7 +168,13 @@ def new_instance(
         version=definition.version,
         status=Status.PENDING,
         input=value,
-        wake_at=now if options.wake_at is None else options.wake_at,
+        wake_at=(
+            now + debounce[0]
+            if debounce is not None
+            else now
+            if options.wake_at is None
+            else options.wake_at
+        ),
         deadline=None if run_timeout is None else now + run_timeout,
         priority=priority or 0,
         queue=queue,
@@ -181,7 +193,7 @@ def new_instance(
     headers = headers_entry(start_headers(id, definition.name, definition.version))
     instance.has_headers = bool(headers)
     payloads.encode_instance(instance)
-    return NewInstance(instance, value, merged, searchable_values, headers)
+    return NewInstance(instance, value, merged, searchable_values, headers, debounce)
 
 
 def start_instance(
@@ -192,23 +204,30 @@ def start_instance(
     id = new.instance.pk
 
     @retries_deadlocks
-    def create(using: str) -> tuple[WorkflowInstance, bool]:
+    def create(using: str) -> tuple[WorkflowInstance, bool, bool]:
         with transaction.atomic(using=using, savepoint=False):
+            if new.debounce is not None:
+                store.lock_debounced_starts(using, id)
             stored, created = store.create_instance(
                 using, new.instance, tags=new.tags, attributes=new.attributes, entries=new.entries
             )
-            if created:
+            debounced = None
+            if not created and new.debounce is not None:
+                debounced = store.debounce_instance(using, new.instance, *new.debounce)
+            if created or debounced is not None:
                 wake_on_commit(using)
-            return stored, created
+            return debounced or stored, created, debounced is not None
 
-    stored, created = create(using)
+    stored, created, debounced = create(using)
     if not created and (
         stored.workflow != definition.name
         or stored.parent_id != options.parent_id
         # an occurrence's instance is its schedule's own
         or stored.schedule_id != options.schedule_id
         or (
+            # A debounced start's input is meant to change: it never conflicts.
             not options.repeated
+            and new.debounce is None
             and payloads.decode_value("input", stored.input, payloads.instance_at(id, "input"))
             != new.value
         )
@@ -218,7 +237,9 @@ def start_instance(
             f"input{' or parent' if stored.parent_id or options.parent_id else ''}. Start it with the same "
             f"workflow and input to get it back, or use another id."
         )
-    return StartResult(stored.id, stored.workflow, stored.version, created, Status(stored.status))
+    return StartResult(
+        stored.id, stored.workflow, stored.version, created, Status(stored.status), debounced
+    )
 
 
 def start_new_instances(using: str, new: list[NewInstance]) -> bool:
@@ -235,6 +256,25 @@ def start_new_instances(using: str, new: list[NewInstance]) -> bool:
         return False
     wake_on_commit(using)
     return True
+
+
+def _debounce(
+    definition: Workflow, options: StartOptions
+) -> tuple[timedelta, timedelta | None] | None:
+    """The quiet time and longest wait of a debounced start: start()'s, else its workflow's for
+    a start with an id (ValueError for one without). None for a start that is not debounced."""
+    if options.debounce is None and options.debounce_timeout is None:
+        if options.id is None or options.repeated or definition.debounce is None:
+            return None
+        return definition.debounce, definition.debounce_timeout
+    quiet, longest = check_debounce(options.debounce, options.debounce_timeout)
+    if options.id is None or options.repeated:
+        raise ValueError(
+            "debounce needs an id: a start debounces the starts of the same id. Give start() "
+            'the id that names what the starts are about, as in id=f"reindex-{doc.pk}".'
+        )
+    assert quiet is not None  # check_debounce() refuses a timeout without a debounce
+    return quiet, longest
 
 
 def _key(definition: Workflow, kind: str, given: str | None, input: Any) -> str | None:

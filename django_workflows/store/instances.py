@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import functools
 import operator
+import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import transaction
@@ -85,6 +86,57 @@ def create_instance(
             # the cursor's read above) predates the row the insert found; a locking read sees it.
             found = rows.select_for_update().get(pk=instance.pk)
         return found, False
+
+
+DEBOUNCE_LOCKS = 4096
+"""How many locks order the debounced starts (lock_debounced_starts): one per id's hash."""
+
+
+def lock_debounced_starts(using: str, id: str) -> None:
+    """Take, until the transaction ends, the lock that orders the debounced starts of `id`,
+    before the start's INSERT. On MySQL and MariaDB an INSERT that finds the id locks its row
+    shared, and two starts that both found it and then lock it for update (debounce_instance)
+    would deadlock; after this lock, one at a time finds it. One lock of DEBOUNCE_LOCKS, by the
+    id's hash, so that the lock rows MySQL keeps stay few."""
+    backend(using).lock_names([f"$debounce:{zlib.crc32(id.encode()) % DEBOUNCE_LOCKS}"])
+
+
+def debounce_instance(
+    using: str, instance: WorkflowInstance, quiet: timedelta, longest: timedelta | None
+) -> WorkflowInstance | None:
+    """A start with a debounce found `instance`'s id taken: if the stored instance is of the
+    same workflow, pending and never claimed, give it `instance`'s input (and the keys derived
+    from it) and move its start to `quiet` after this start, at most `longest` after the
+    stored one was created; return it. None when it has begun (or is another workflow's).
+
+    The locking read orders concurrent starts of the id: the last to commit leaves its input.
+    A claim that holds the row first makes it begun; one that comes after passes over it."""
+    with backend(using).write_transaction(savepoint=False):
+        backend(using).take_write_lock()
+        rows = WorkflowInstance.objects.using(using).filter(
+            pk=instance.pk,
+            workflow=instance.workflow,
+            status=Status.PENDING,
+            lease_token__isnull=True,
+        )
+        found = rows.select_for_update().first()
+        if found is None:
+            return None
+        wake_at = instance.created_at + quiet
+        if longest is not None:
+            wake_at = min(wake_at, found.created_at + longest)
+        changes = {
+            "input": instance.input,
+            "concurrency_key": instance.concurrency_key,
+            "rate_limit_key": instance.rate_limit_key,
+            "wake_at": wake_at,
+            "parked": False,
+            "updated_at": instance.created_at,
+        }
+        rows.update(**changes)
+        for name, value in changes.items():
+            setattr(found, name, value)
+        return found
 
 
 def create_instances(

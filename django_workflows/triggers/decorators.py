@@ -4,6 +4,7 @@ their arguments at decoration and keep the declaration (mappings.py)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 from django.apps import apps
@@ -11,7 +12,8 @@ from django.db.models import Model
 from django.db.models.signals import ModelSignal
 from django.dispatch import Signal
 
-from ..definitions import Workflow, WorkflowSignal, check_priority
+from ..definitions import Workflow, WorkflowSignal, check_debounce, check_priority
+from ..durations import Duration
 from ..jsonvalues import to_json
 from .mappings import Argument, SignalOn, StartOn, attach, sender_label, signal_label
 from .receivers import connect
@@ -92,6 +94,8 @@ def _start_options(what: str, given: dict[str, Any]) -> tuple[Argument, ...]:
         "attributes": lambda value: (
             isinstance(value, dict) and all(isinstance(name, str) for name in value)
         ),
+        "debounce": lambda value: isinstance(value, str | int | float | timedelta),
+        "debounce_timeout": lambda value: isinstance(value, str | int | float | timedelta),
     }
     expected = {
         "priority": "an integer",
@@ -100,6 +104,8 @@ def _start_options(what: str, given: dict[str, Any]) -> tuple[Argument, ...]:
         "subject": "a model instance",
         "tags": "a list of strings",
         "attributes": "a dict with string keys",
+        "debounce": "a duration",
+        "debounce_timeout": "a duration",
     }
     options = []
     for name, value in given.items():
@@ -155,10 +161,14 @@ def start_on(
     rate_limit_key: str | Callable[..., str] | None = None,
     tags: Any = None,
     attributes: Any = None,
+    debounce: Duration | Callable[..., Duration] | None = None,
+    debounce_timeout: Duration | Callable[..., Duration] | None = None,
 ) -> Callable[[Decorated], Decorated]:
     """Declare that a send of `signal` (by `sender`, if given) starts the workflow: `start()`
     with the id, input and options, each a value or a function of the signal's keyword
-    arguments, in the transaction the signal is sent in. `when` false: nothing starts.
+    arguments, in the transaction the signal is sent in. `when` false: nothing starts. With
+    `debounce`, a storm of sends (a model saved fifty times) starts one instance of the id,
+    with the last send's input, once the sends have stopped for `debounce`.
 
     Raises TypeError or ValueError naming the argument for a signal that is not a Django
     Signal, a sender a model signal cannot have, no `id`, or a value of the wrong type.
@@ -175,8 +185,15 @@ def start_on(
             "rate_limit_key": rate_limit_key,
             "tags": tags,
             "attributes": attributes,
+            "debounce": debounce,
+            "debounce_timeout": debounce_timeout,
         },
     )
+    if not callable(debounce) and not callable(debounce_timeout):
+        try:
+            check_debounce(debounce, debounce_timeout)
+        except ValueError as error:
+            raise ValueError(f"{what}: {error}") from None
     declaration = StartOn(
         signal=signal,
         sender=sender,
