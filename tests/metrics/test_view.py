@@ -7,6 +7,7 @@ from datetime import timedelta
 
 import pytest
 from django.contrib.auth.models import User
+from django.urls import reverse
 from prometheus_client.parser import text_string_to_metric_families
 
 import django_workflows as wf
@@ -115,3 +116,11 @@ def test_no_token_lets_no_bearer_in(client):
 def test_it_reads_only(client, token):
     response = client.post(URL, HTTP_AUTHORIZATION=f"Bearer {token}")
     assert response.status_code == 405
+
+
+def test_the_admins_workers_page_links_the_view_while_metrics_is_on(admin_client, settings):
+    page = reverse("admin:django_workflows_workerprocess_changelist")
+    link = f'href="{reverse("django_workflows:metrics")}"'
+    assert link not in admin_client.get(page).content.decode()
+    settings.DJANGO_WORKFLOWS = {"METRICS": True}
+    assert link in admin_client.get(page).content.decode()
