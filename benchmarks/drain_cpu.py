@@ -9,7 +9,8 @@ server's CPU per workflow over the same drain (server-wide, benchmarks/cpu.py; o
 that of this connection's server thread alone, as benchmarks/lease_writes.py reads it). A last
 drain of N more, outside the figures, counts the round trips per workflow: the statements this
 process sends, each `execute()` one round trip (a MariaDB batch of several statements is one).
-BENCH_OTEL=1 puts the OpenTelemetry middleware on, as `run.py --otel` does. Less moved
+BENCH_OTEL=1 puts the OpenTelemetry middleware on, as `run.py --otel` does; BENCH_METRICS=1
+the worker's Prometheus counters (METRICS). Less moved
 by a busy machine than a rate.
 
 BENCH_STEPS=K: workflows of K steps instead of 3. BENCH_POOL=C: each drain is a
@@ -73,6 +74,8 @@ def main() -> None:
         if tid:
             served.append((server_thread_seconds(tid) - thread_started) / n * 1000)
     drain = "traced" if os.environ.get("BENCH_OTEL") else "sync"
+    if os.environ.get("BENCH_METRICS"):
+        drain += ", counted"
     how = f"pool of {pool}" if pool else "drain()"
     print(
         f"{drain}, {steps}-step, {how}, {wf.__file__}: CPU per workflow, ms: "

@@ -54,6 +54,10 @@ if os.environ.get("BENCH_OTEL"):
         "STEP_MIDDLEWARE": [otel.MIDDLEWARE],
     }
 
+# BENCH_METRICS=1: the worker's Prometheus counters on (DJANGO_WORKFLOWS["METRICS"]).
+if os.environ.get("BENCH_METRICS"):
+    DJANGO_WORKFLOWS = {**globals().get("DJANGO_WORKFLOWS", {}), "METRICS": True}
+
 # BENCH_STATEMENTS=<path> (benchmarks/wakeup.py): every statement this process sends is noted
 # (its time and first word) and written to <path> at exit, to count an idle worker's queries.
 if os.environ.get("BENCH_STATEMENTS"):

@@ -19,6 +19,7 @@ from .conf import database_alias, get_settings
 from .durations import parse_duration
 from .engine.registry import registry, signature_problem
 from .engine.retries import RetryPolicy
+from .metrics import counters as metrics_counters
 from .models import KEY_LENGTH
 from .store import workers as worker_registry
 from .store.backends import backend
@@ -32,7 +33,7 @@ QUEUES_SEEN_WITHIN = timedelta(days=1)
 def check_settings(app_configs: Any = None, **kwargs: Any) -> list[Any]:
     """E001: DJANGO_WORKFLOWS is invalid. E002: USE_TZ is off. E006: a codec that cannot be
     built or does not give back what it encoded. E012: a STEP_MIDDLEWARE path that does not
-    import, or whose factory gives no handler."""
+    import, or whose factory gives no handler. E015: METRICS on without prometheus_client."""
     problems: list[Any] = []
     try:
         configured = get_settings()
@@ -42,6 +43,16 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[Any]:
         problems += _check_retry_and_clock(configured)
         problems += _check_codecs()
         problems += _check_step_middleware(configured)
+        if configured.metrics and not metrics_counters.installed():
+            problems.append(
+                Error(
+                    "DJANGO_WORKFLOWS['METRICS'] is True, and the prometheus_client package "
+                    "it counts with is not installed.",
+                    hint=f"Install the extra `prometheus` ({metrics_counters.INSTALL}), or "
+                    "set METRICS to False.",
+                    id="django_workflows.E015",
+                )
+            )
     if not settings.USE_TZ:
         problems.append(
             Error(

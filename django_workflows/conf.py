@@ -15,7 +15,18 @@ from django.dispatch import receiver
 from .durations import parse_duration
 
 SETTING = "DJANGO_WORKFLOWS"
-_KEYS = {"DATABASE", "WORKER", "RETRY", "JOURNAL", "CLOCK", "CODEC", "WEBHOOK", "STEP_MIDDLEWARE"}
+_KEYS = {
+    "DATABASE",
+    "WORKER",
+    "RETRY",
+    "JOURNAL",
+    "CLOCK",
+    "CODEC",
+    "WEBHOOK",
+    "STEP_MIDDLEWARE",
+    "METRICS",
+    "METRICS_TOKEN",
+}
 _WORKER_KEYS = {
     "CONCURRENCY",
     "POLL_INTERVAL",
@@ -64,6 +75,8 @@ class WorkflowSettings:
     codec: Any
     webhook: WebhookSettings = WebhookSettings()
     step_middleware: tuple[str, ...] = ()  # dotted paths, outermost first (middleware.py)
+    metrics: bool = False  # the worker's counters (django_workflows.metrics)
+    metrics_token: str = ""  # the bearer token of the metrics view; "": staff users only
 
 
 def _unknown(keys: Any, allowed: set[str], where: str) -> None:
@@ -141,7 +154,28 @@ def get_settings() -> WorkflowSettings:
         codec=raw.get("CODEC"),
         webhook=_webhook(raw.get("WEBHOOK") or {}),
         step_middleware=_step_middleware(raw.get("STEP_MIDDLEWARE", ())),
+        metrics=_metrics(raw.get("METRICS", False)),
+        metrics_token=_metrics_token(raw.get("METRICS_TOKEN")),
     )
+
+
+def _metrics(raw: Any) -> bool:
+    """METRICS, True or False; TypeError otherwise."""
+    if not isinstance(raw, bool):
+        raise TypeError(f"{SETTING}['METRICS'] must be True or False, not {raw!r}.")
+    return raw
+
+
+def _metrics_token(raw: Any) -> str:
+    """METRICS_TOKEN: None or "" (no token: staff users only), or a string; TypeError naming
+    the key otherwise."""
+    if raw is None:
+        return ""
+    if not isinstance(raw, str):
+        raise TypeError(
+            f"{SETTING}['METRICS_TOKEN'] must be a string (or None), not {type(raw).__name__}."
+        )
+    return raw
 
 
 def _step_middleware(raw: Any) -> tuple[str, ...]:

@@ -32,6 +32,9 @@ if TYPE_CHECKING:
 HEADERS_ENTRY = "$headers"  # the journal entry start() stores process_start()'s headers in
 HEADERS_KIND = "headers"
 COMPENSATION_PREFIX = "$compensate:"  # engine.journal's; the engine's package is not imported here
+# The middleware that counts for the worker's metrics, at the chain's inner end while
+# DJANGO_WORKFLOWS["METRICS"] is on (imported by its path: metrics sits above this module).
+METRICS_MIDDLEWARE = "django_workflows.metrics.counters.middleware"
 
 
 @dataclass(frozen=True)
@@ -117,8 +120,12 @@ def load(paths: tuple[str, ...]) -> Chain:
 
 @functools.cache
 def chain() -> Chain:
-    """The chain of the STEP_MIDDLEWARE setting, built once (again when the setting changes)."""
-    return load(get_settings().step_middleware)
+    """The chain of the STEP_MIDDLEWARE setting (and the metrics' middleware, innermost, while
+    METRICS is on), built once (again when the setting changes)."""
+    configured = get_settings()
+    if configured.metrics:
+        return load((*configured.step_middleware, METRICS_MIDDLEWARE))
+    return load(configured.step_middleware)
 
 
 @receiver(setting_changed)

@@ -9,12 +9,13 @@ from typing import Any
 from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
+from django.urls import NoReverseMatch, reverse
 from django.utils.safestring import SafeString
 from django.utils.timesince import timesince
 from django.utils.translation import ngettext
 
 from .. import clock
-from ..conf import database_alias
+from ..conf import database_alias, get_settings
 from ..models import WorkerProcess, WorkflowInstance
 from ..store import workers as worker_registry
 from ..worker.health import health
@@ -140,5 +141,16 @@ class WorkerProcessAdmin(ReadOnlyAdmin):
                 "%(count)d live worker.", "%(count)d live workers.", len(state.live)
             )
             % {"count": len(state.live)},
+            "workflow_metrics_url": _metrics_url(),
         }
         return super().changelist_view(request, extra_context=context)
+
+
+def _metrics_url() -> str | None:
+    """The metrics view's URL while METRICS is on and django_workflows.urls is routed."""
+    if not get_settings().metrics:
+        return None
+    try:
+        return reverse("django_workflows:metrics")
+    except NoReverseMatch:
+        return None

@@ -1,5 +1,6 @@
 """The registry of worker processes: each worker's row written, refreshed and deleted, the rows
-read, the gone ones purged, and each queue's backlog of due instances counted in one query."""
+read, the gone ones purged, each queue's backlog of due instances counted in one query, and
+the instances counted by workflow and status (for the metrics)."""
 
 from __future__ import annotations
 
@@ -151,3 +152,15 @@ def unfinished_queues(using: str) -> set[str]:
         .values_list("queue", flat=True)
         .distinct()
     )
+
+
+def instance_counts(using: str) -> list[tuple[str, str, int]]:
+    """How many instances each workflow has in each status, as (workflow, status, count) in
+    that order: one aggregate query over the (workflow, version, status) index."""
+    rows = (
+        WorkflowInstance.objects.using(using)
+        .order_by()
+        .values("workflow", "status")
+        .annotate(count=Count("id"))
+    )
+    return sorted((r["workflow"], r["status"], r["count"]) for r in rows)

@@ -23,6 +23,7 @@ from ..durations import Duration, parse_duration
 from ..engine.execution import Execution, leave_alone
 from ..engine.registry import registry
 from ..engine.starts import check_key
+from ..metrics.counters import Metrics, metrics
 from ..models import WorkflowInstance
 from ..schedules.runner import Scheduler
 from ..store import instances as store
@@ -132,6 +133,8 @@ class Worker:
             beat=self._heartbeat.beat,
         )
         self.left_behind: list[str] = []  # instances still inside a step when run() returned
+        # This process's counters while METRICS is on: the worker times its claims.
+        self._metrics: Metrics | None = metrics() if get_settings().metrics else None
 
     # -- claiming and executing ------------------------------------------------------------------
 
@@ -141,6 +144,7 @@ class Worker:
             self._unanswered.pop(0)
         token, now = uuid.uuid4().hex, clock.now()
         self._unanswered.append((token, now + self.lease_duration))
+        started = time.perf_counter()
         claim = store.claim(
             self.using,
             owner=self.id,
@@ -155,6 +159,8 @@ class Worker:
             # The headers start() stored, for STEP_MIDDLEWARE's process_execution().
             first_journals=bool(middleware.chain().executions),
         )
+        if self._metrics is not None:
+            self._metrics.claim(time.perf_counter() - started)
         self._unanswered.pop()
         return claim.instances, claim, token
 

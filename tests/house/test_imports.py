@@ -63,10 +63,18 @@ LAYERS = [
     ["django_workflows.client"],
     # The schedules, which start instances through the client.
     ["django_workflows.schedules"],
+    # The worker's metrics: its counters, and the server of --metrics-port.
+    ["django_workflows.metrics.counters", "django_workflows.metrics.server"],
     # The worker process, which runs the engine and the schedules.
     ["django_workflows.worker"],
-    # The integrations: signal triggers, the Django Tasks backend, OpenTelemetry.
-    ["django_workflows.triggers", "django_workflows.tasks", "django_workflows.contrib"],
+    # The integrations: signal triggers, the Django Tasks backend, OpenTelemetry, the
+    # database's gauges of the metrics.
+    [
+        "django_workflows.triggers",
+        "django_workflows.tasks",
+        "django_workflows.contrib",
+        "django_workflows.metrics",
+    ],
     # The faces: the admin, the command line, Django's own places, the package's names.
     [
         "django_workflows.admin",

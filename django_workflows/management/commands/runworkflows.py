@@ -19,6 +19,7 @@ from django.utils import autoreload
 from ...conf import database_alias
 from ...durations import parse_duration
 from ...errors import WorkflowNotFoundError
+from ...metrics import server as metrics_server
 from ...store.tables import pending_migrations
 from ...worker.worker import Worker
 
@@ -53,6 +54,17 @@ class Command(BaseCommand):
             default=None,
             help="Restart when code changes, as runserver does (default: on under DEBUG).",
         )
+        parser.add_argument(
+            "--metrics-port",
+            metavar="PORT",
+            help="Serve the worker's metrics at http://ADDRESS:PORT/metrics (needs METRICS).",
+        )
+        parser.add_argument(
+            "--metrics-address",
+            default="0.0.0.0",
+            metavar="ADDRESS",
+            help="The address --metrics-port listens on (default: 0.0.0.0, every interface).",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         logger = logging.getLogger("django_workflows")
@@ -68,6 +80,7 @@ class Command(BaseCommand):
         except (ValueError, TypeError) as error:
             raise CommandError(str(error)) from None
         _check_migrated(using)
+        _check_metrics(options)
         if options["once"]:
             # The run loop's thread pool and batched claims, until idle (drain() runs one
             # instance at a time, for tests).
@@ -82,6 +95,16 @@ class Command(BaseCommand):
             self._run(self._worker(options))
 
     def _worker(self, options: dict[str, Any]) -> Worker:
+        if options["metrics_port"] is not None:  # in the process that runs the worker
+            try:
+                metrics_server.serve(options["metrics_port"], options["metrics_address"])
+            except OSError as error:
+                raise CommandError(str(error)) from None
+            logging.getLogger("django_workflows").info(
+                "Serving the worker's metrics at http://%s:%s/metrics.",
+                options["metrics_address"],
+                options["metrics_port"],
+            )
         try:
             return Worker(
                 concurrency=options["concurrency"],
@@ -151,6 +174,21 @@ def _check_migrated(using: str) -> None:
             f"{len(pending)} migration(s) not applied ({', '.join(pending)}). Run "
             f"`manage.py migrate django_workflows --database {using}` first."
         )
+
+
+def _check_metrics(options: dict[str, Any]) -> None:
+    """Refuse a --metrics-port the worker cannot serve (a bad port or address, METRICS off or
+    the extra missing), naming the fix; leave the options' port and address checked."""
+    if options["metrics_port"] is None:
+        return
+    refusal = metrics_server.refusal()
+    if refusal is not None:
+        raise CommandError(refusal)
+    try:
+        options["metrics_port"] = metrics_server.check_port(options["metrics_port"])
+        options["metrics_address"] = metrics_server.check_address(options["metrics_address"])
+    except ValueError as error:
+        raise CommandError(str(error)) from None
 
 
 def _exit_past(worker: Worker, code: int) -> None:
