@@ -68,18 +68,20 @@ class Command(BaseCommand):
         except (ValueError, TypeError) as error:
             raise CommandError(str(error)) from None
         _check_migrated(using)
+        # Every option is checked here: under the reloader, in its first process too, which
+        # then only restarts the child that serves.
+        worker = self._worker(options)
         if options["once"]:
             # The run loop's thread pool and batched claims, until idle (drain() runs one
             # instance at a time, for tests).
-            worker = self._worker(options)
             executed = self._run(worker, worker.run_until_idle)
             self.stdout.write(f"Ran {executed} execution(s).")
             return
         reload = settings.DEBUG if options["reload"] is None else options["reload"]
         if reload:
-            autoreload.run_with_reloader(self._run_reloading, options)
+            autoreload.run_with_reloader(self._run_reloading, worker)
         else:
-            self._run(self._worker(options))
+            self._run(worker)
 
     def _worker(self, options: dict[str, Any]) -> Worker:
         try:
@@ -95,10 +97,9 @@ class Command(BaseCommand):
         except (ValueError, WorkflowNotFoundError) as error:  # a bad option or setting
             raise CommandError(str(error)) from None
 
-    def _run_reloading(self, options: dict[str, Any]) -> None:
+    def _run_reloading(self, worker: Worker) -> None:
         """Under the autoreloader: a changed file stops the worker (handing its instances back)
         before the process restarts with the new code."""
-        worker = self._worker(options)
         stopped = threading.Event()
 
         def on_change(sender: Any, file_path: Any, **kwargs: Any) -> None:
