@@ -3,23 +3,17 @@
 from __future__ import annotations
 
 import argparse
-import atexit
 import logging
-import os
-import signal
-import sys
-import threading
-from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.utils import autoreload
 
 from ...conf import database_alias
 from ...durations import parse_duration
 from ...errors import WorkflowNotFoundError
 from ...store.tables import pending_migrations
+from ...worker import process
 from ...worker.worker import Worker
 
 
@@ -74,14 +68,14 @@ class Command(BaseCommand):
         if options["once"]:
             # The run loop's thread pool and batched claims, until idle (drain() runs one
             # instance at a time, for tests).
-            executed = self._run(worker, worker.run_until_idle)
+            executed = process.serve(worker, worker.run_until_idle)
             self.stdout.write(f"Ran {executed} execution(s).")
             return
         reload = settings.DEBUG if options["reload"] is None else options["reload"]
         if reload:
-            autoreload.run_with_reloader(self._run_reloading, worker)
+            process.serve_reloading(worker, self.stderr.write)
         else:
-            self._run(worker)
+            process.serve(worker)
 
     def _worker(self, options: dict[str, Any]) -> Worker:
         try:
@@ -97,50 +91,6 @@ class Command(BaseCommand):
         except (ValueError, WorkflowNotFoundError) as error:  # a bad option or setting
             raise CommandError(str(error)) from None
 
-    def _run_reloading(self, worker: Worker) -> None:
-        """Under the autoreloader: a changed file stops the worker (handing its instances back)
-        before the process restarts with the new code."""
-        stopped = threading.Event()
-
-        def on_change(sender: Any, file_path: Any, **kwargs: Any) -> None:
-            self.stderr.write(f"{file_path} changed: stopping the worker to reload.")
-            worker.stop()
-            stopped.wait(worker.shutdown_timeout.total_seconds() + 1)
-            if worker.left_behind:
-                _exit_past(worker, 3)  # the autoreloader's code for "restart me"
-
-        autoreload.file_changed.connect(on_change, weak=False)
-
-        def on_exit() -> None:
-            # Ctrl-C or SIGTERM end the reloader's main thread; before the interpreter stops
-            # this daemon thread, let the worker hand its instances back.
-            worker.stop()
-            stopped.wait(worker.shutdown_timeout.total_seconds() + 1)
-
-        atexit.register(on_exit)
-        try:
-            worker.run()
-        finally:
-            stopped.set()
-
-    def _run(self, worker: Worker, serve: Callable[[], Any] | None = None) -> Any:
-        """`serve` (worker.run by default) with SIGTERM and SIGINT stopping the worker."""
-        stops = 0
-
-        def stop(signum: int, frame: Any) -> None:
-            nonlocal stops
-            stops += 1
-            if stops > 1:
-                os._exit(1)  # a second signal: exit at once
-            worker.stop()
-
-        signal.signal(signal.SIGTERM, stop)
-        signal.signal(signal.SIGINT, stop)
-        result = (serve or worker.run)()
-        if worker.left_behind:
-            _exit_past(worker, 0)
-        return result
-
 
 def _check_migrated(using: str) -> None:
     """Refuse to start on tables that are behind this code's migrations: every claim and write
@@ -152,19 +102,6 @@ def _check_migrated(using: str) -> None:
             f"{len(pending)} migration(s) not applied ({', '.join(pending)}). Run "
             f"`manage.py migrate django_workflows --database {using}` first."
         )
-
-
-def _exit_past(worker: Worker, code: int) -> None:
-    """Exit now: the interpreter would wait for the threads of steps the worker stopped waiting
-    for (Python cannot stop a thread). Their instances keep their leases, which expire as after
-    a crash."""
-    logging.getLogger("django_workflows").info(
-        "Exiting without waiting for the steps of %s.", ", ".join(worker.left_behind)
-    )
-    logging.shutdown()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
 
 
 def _handlers(logger: logging.Logger) -> list[logging.Handler]:
