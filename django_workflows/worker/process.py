@@ -39,14 +39,14 @@ def serve(worker: Worker, run: Callable[[], Any] | None = None) -> Any:
     return result
 
 
-def serve_reloading(worker: Worker, say: Callable[[str], None]) -> None:
+def serve_reloading(worker: Worker) -> None:
     """Serve under Django's autoreloader, as runserver does. The first process only restarts a
     child (which builds its own worker) whenever a file changes, and passes SIGTERM and SIGINT
     on to it; `worker` then only checked the options. The child runs `worker`: a changed file
     stops it, handing its instances back, before the child restarts; SIGTERM or SIGINT stop it
     as serve() does, and the child exits."""
     if os.environ.get(autoreload.DJANGO_AUTORELOAD_ENV) == "true":
-        _serve_child(worker, say)
+        _serve_child(worker)
     else:
         sys.exit(_restart_with_reloader())
 
@@ -83,7 +83,7 @@ def _restart_with_reloader() -> int:
     return 0  # stopped as the child exited to reload
 
 
-def _serve_child(worker: Worker, say: Callable[[str], None]) -> None:
+def _serve_child(worker: Worker) -> None:
     """autoreload.run_with_reloader()'s child: the worker runs on a thread while this one
     watches the files."""
     reloader = autoreload.get_reloader()
@@ -92,7 +92,7 @@ def _serve_child(worker: Worker, say: Callable[[str], None]) -> None:
     failed: list[BaseException] = []
 
     def on_change(sender: Any, file_path: Any, **kwargs: Any) -> None:
-        say(f"{file_path} changed: stopping the worker to reload.")
+        logger.info("%s changed: stopping the worker to reload.", file_path)
         reloading.set()
         worker.stop()
         stopped.wait(worker.shutdown_timeout.total_seconds() + 1)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sys
 from typing import Any
 
 from django.conf import settings
@@ -53,7 +54,9 @@ class Command(BaseCommand):
         if not any(
             not isinstance(h, logging.NullHandler) for h in _handlers(logger)
         ):  # a project without LOGGING for us still sees what the worker does
-            handler = logging.StreamHandler(self.stderr)
+            # On the error output itself, not through self.stderr: a terminal would show every
+            # line in the bold red of a command's error.
+            handler = logging.StreamHandler(options.get("stderr") or sys.stderr)
             handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
             logger.addHandler(handler)
             logger.setLevel(logging.INFO)
@@ -73,7 +76,7 @@ class Command(BaseCommand):
             return
         reload = settings.DEBUG if options["reload"] is None else options["reload"]
         if reload:
-            process.serve_reloading(worker, self.stderr.write)
+            process.serve_reloading(worker)
         else:
             process.serve(worker)
 
