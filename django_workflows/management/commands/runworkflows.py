@@ -10,8 +10,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from ...conf import database_alias
-from ...durations import parse_duration
+from ...cli.options import command_database, command_duration
 from ...errors import WorkflowNotFoundError
 from ...store.tables import pending_migrations
 from ...worker import process
@@ -23,9 +22,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--concurrency", type=int, help="Executions run at once (threads).")
-        parser.add_argument("--poll-interval", type=parse_duration, help='e.g. "1s", "500ms".')
-        parser.add_argument("--lease-duration", type=parse_duration, help='e.g. "30s".')
-        parser.add_argument("--shutdown-timeout", type=parse_duration, help='e.g. "10s".')
+        parser.add_argument("--poll-interval", help='e.g. "1s", "500ms".')
+        parser.add_argument("--lease-duration", help='e.g. "30s".')
+        parser.add_argument("--shutdown-timeout", help='e.g. "10s".')
         parser.add_argument(
             "--workflow",
             action="append",
@@ -60,10 +59,7 @@ class Command(BaseCommand):
             handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
             logger.addHandler(handler)
             logger.setLevel(logging.INFO)
-        try:
-            using = database_alias(options["database"])  # also validates DJANGO_WORKFLOWS
-        except (ValueError, TypeError) as error:
-            raise CommandError(str(error)) from None
+        using = command_database(options["database"])
         _check_migrated(using)
         # Every option is checked here: under the reloader, in its first process too, which
         # then only restarts the child that serves.
@@ -84,9 +80,11 @@ class Command(BaseCommand):
         try:
             return Worker(
                 concurrency=options["concurrency"],
-                poll_interval=options["poll_interval"],
-                lease_duration=options["lease_duration"],
-                shutdown_timeout=options["shutdown_timeout"],
+                poll_interval=command_duration(options["poll_interval"], "--poll-interval"),
+                lease_duration=command_duration(options["lease_duration"], "--lease-duration"),
+                shutdown_timeout=command_duration(
+                    options["shutdown_timeout"], "--shutdown-timeout"
+                ),
                 workflows=options["workflows"],
                 using=options["database"],
                 queues=options.get("queues"),
