@@ -14,6 +14,7 @@ _UNITS = {
     "w": timedelta(weeks=1),
 }
 _PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
+_TEXT = re.compile(r"(?:\d+(?:\.\d+)?(?:ms|s|m|h|d|w))+")
 
 Duration = timedelta | int | float | str
 
@@ -65,6 +66,11 @@ def parse_duration(value: Duration, what: str = "duration") -> timedelta:
     if result > MAX_DURATION:
         raise _too_long(value, what)
     return result
+
+
+def is_duration_text(text: str) -> bool:
+    """Whether `text` is a duration as parse_duration() reads a string: "500ms", "1h30m"."""
+    return _TEXT.fullmatch(text.strip()) is not None
 
 
 def _seconds(value: int | float, what: str) -> timedelta:

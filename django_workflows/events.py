@@ -87,6 +87,21 @@ def _level(type: str) -> int:
     )
 
 
+def _shown(value: Any, key: str | None = None) -> str:
+    """A `data` value as the event's log line shows it, on that one line: a time in ISO 8601, an
+    error as its name and message (a step's failure logged its traceback already), anything else
+    as its repr."""
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if key == "error" and isinstance(value, dict) and {"name", "message"} <= value.keys():
+        return f"{value['name']}: {' '.join(str(value['message']).splitlines())}"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k!r}: {_shown(v, k)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_shown(v) for v in value) + "]"
+    return repr(value)
+
+
 def wanted(type: str) -> bool:
     """Whether an event of `type` would be logged or received: emit() does nothing when not,
     so a caller may skip building it (a drain emits several per workflow)."""
@@ -102,7 +117,9 @@ def emit(
     level = _level(type)
     if logger.isEnabledFor(level):
         payloads = PAYLOAD_DATA.get(type, _NO_PAYLOAD)
-        details = " ".join(f"{key}={value!r}" for key, value in data.items() if key not in payloads)
+        details = " ".join(
+            f"{key}={_shown(value, key)}" for key, value in data.items() if key not in payloads
+        )
         logger.log(level, "%s %s (%s@%s) %s", type, id, workflow, version, details)
     for receiver, response in workflow_event.send_robust(sender=WorkflowEvent, event=event):
         if isinstance(response, Exception):

@@ -15,12 +15,12 @@ from django.core.management.base import CommandError, OutputWrapper
 from ..client import approvals, operations
 from ..client import instances as client
 from ..conf import database_alias
-from ..durations import parse_duration
 from ..engine.starts import check_key
 from ..errors import WorkflowNotFoundError, WorkflowPayloadError, WorkflowStateError
 from ..jsonvalues import MAX_MESSAGE, check_text
 from ..results import InstanceStatus
 from .documents import dumps, instance_document
+from .options import command_duration
 
 DONE, REFUSED, NOT_FOUND = "done", "refused", "not_found"
 
@@ -100,10 +100,7 @@ def _operation(operation: str, options: dict[str, Any], using: str) -> Act:
         if options["no_timeout"]:
             timeout = None
         elif options["timeout"] is not None:
-            try:
-                timeout = parse_duration(options["timeout"], "--timeout")
-            except (TypeError, ValueError) as error:
-                raise CommandError(str(error)) from None
+            timeout = command_duration(options["timeout"], "--timeout")
 
         def retry(id: str) -> Outcome:
             status = operations.retry(id, timeout=timeout, using=using)

@@ -3,7 +3,7 @@ command's parser."""
 
 from __future__ import annotations
 
-from argparse import ArgumentParser
+from argparse import SUPPRESS, ArgumentParser
 
 from django.core.management.base import CommandParser
 
@@ -30,6 +30,7 @@ def add_subcommands(parser: CommandParser) -> None:
         sub.add_argument(
             "--json", action="store_true", help="Print JSON (times in ISO 8601) instead of text."
         )
+        add_django_options(sub)
         return sub
 
     listing = add("list", "List instances, oldest first, a page at a time.")
@@ -110,3 +111,22 @@ def add_subcommands(parser: CommandParser) -> None:
         metavar="NAME",
         help="The breakpoint to resume (default: the only one each waits at).",
     )
+
+
+def add_django_options(sub: ArgumentParser) -> None:
+    """Django's own options of every command, taken after the subcommand too, as every other
+    command takes them anywhere. Unless given there, the command's parser has their values
+    (manage.py reads --settings and --pythonpath before any parser)."""
+    django = sub.add_argument_group("Django's options (before or after the subcommand)")
+    django.add_argument(
+        "-v", "--verbosity", type=int, choices=[0, 1, 2, 3], default=SUPPRESS, help="0 to 3."
+    )
+    django.add_argument("--settings", default=SUPPRESS, help="The settings module.")
+    django.add_argument("--pythonpath", default=SUPPRESS, help="A directory to add to sys.path.")
+    for flag, help in (
+        ("--traceback", "Raise on a CommandError."),
+        ("--no-color", "Do not colour the output."),
+        ("--force-color", "Colour the output."),
+        ("--skip-checks", "Skip the system checks."),
+    ):
+        django.add_argument(flag, action="store_true", default=SUPPRESS, help=help)

@@ -1,9 +1,12 @@
 """Aligned columns, as `git` and `kubectl` print them, fitted to the terminal's width: the
-columns that may be shortened lose their ends (with an ellipsis) until the table fits."""
+columns that may be shortened lose their ends (with an ellipsis) until the table fits. Piped,
+they are not cut."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -21,7 +24,10 @@ class Column:
 
 
 def terminal_width() -> int:
-    """The terminal's width: `COLUMNS` when set, else the terminal's, else 80."""
+    """The width to fit the output to: `COLUMNS` when set, else the terminal's; no limit when the
+    output goes to a pipe or a file (a script or `grep` reads the whole of each line)."""
+    if "COLUMNS" not in os.environ and not sys.stdout.isatty():
+        return sys.maxsize
     return shutil.get_terminal_size((80, 24)).columns
 
 

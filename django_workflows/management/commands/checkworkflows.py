@@ -9,7 +9,7 @@ from typing import Any
 from django.apps import apps
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from ...conf import database_alias
+from ...cli.options import command_database
 from ...engine.replaycheck import NotMigrated, check_instances
 from ...errors import WorkflowNotFoundError
 
@@ -46,12 +46,13 @@ class Command(BaseCommand):
         parser.add_argument("--database", default=None, help="The database alias of the workflows.")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        using = command_database(options["database"])
         if not options["replay"]:
             if any(options[o] is not None for o in ("workflow", "include_finished", "limit")):
                 raise CommandError("--workflow, --include-finished and --limit go with --replay.")
             self.check(
                 app_configs=[apps.get_app_config("django_workflows")],
-                databases=[database_alias(options["database"])],
+                databases=[using],
                 display_num_errors=True,
             )
             return
@@ -60,7 +61,7 @@ class Command(BaseCommand):
                 workflow=options["workflow"],
                 include_finished=options["include_finished"],
                 limit=options["limit"],
-                using=options["database"],
+                using=using,
             )
         except (TypeError, ValueError, NotMigrated, WorkflowNotFoundError) as error:
             raise CommandError(str(error)) from None

@@ -9,8 +9,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from ...cli.options import command_database
 from ...client.exports import export_instance
-from ...conf import database_alias
 from ...engine.replaycheck import NotMigrated, check_tables
 from ...errors import WorkflowNotFoundError, WorkflowPayloadError
 
@@ -31,8 +31,9 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
-            check_tables(database_alias(options["database"]))
-            document = export_instance(options["id"], using=options["database"])
+            using = command_database(options["database"])
+            check_tables(using)
+            document = export_instance(options["id"], using=using)
         except (NotMigrated, WorkflowNotFoundError, WorkflowPayloadError) as error:
             raise CommandError(str(error)) from None
         text = json.dumps(document, indent=2, ensure_ascii=False)

@@ -6,8 +6,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
+from ...cli.options import command_database, command_duration
 from ...client.operations import purge
-from ...durations import parse_duration
 from ...models import FINISHED
 
 
@@ -20,7 +20,6 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
             "--older-than",
-            type=parse_duration,
             required=True,
             help='How long ago they finished, e.g. "30d".',
         )
@@ -31,14 +30,15 @@ class Command(BaseCommand):
             help="Purge only these statuses (repeatable); default completed, failed and cancelled.",
         )
         parser.add_argument("--batch-size", type=int, default=500)
-        parser.add_argument("--database", default=None)
+        parser.add_argument("--database", default=None, help="The database alias of the workflows.")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        using = command_database(options["database"])
         result = purge(
-            older_than=options["older_than"],
+            older_than=command_duration(options["older_than"], "--older-than"),
             status=options["status"],
             batch_size=options["batch_size"],
-            using=options["database"],
+            using=using,
         )
         self.stdout.write(
             f"Purged {result.instances} instance(s), {result.signals} signal(s), "

@@ -3,24 +3,18 @@
 from __future__ import annotations
 
 import argparse
-import atexit
 import logging
-import os
-import signal
 import sys
-import threading
-from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.utils import autoreload
 
-from ...conf import database_alias
-from ...durations import parse_duration
+from ...cli.options import command_database, command_duration
 from ...errors import WorkflowNotFoundError
 from ...metrics import server as metrics_server
 from ...store.tables import pending_migrations
+from ...worker import process
 from ...worker.worker import Worker
 
 
@@ -29,9 +23,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--concurrency", type=int, help="Executions run at once (threads).")
-        parser.add_argument("--poll-interval", type=parse_duration, help='e.g. "1s", "500ms".')
-        parser.add_argument("--lease-duration", type=parse_duration, help='e.g. "30s".')
-        parser.add_argument("--shutdown-timeout", type=parse_duration, help='e.g. "10s".')
+        parser.add_argument("--poll-interval", help='e.g. "1s", "500ms".')
+        parser.add_argument("--lease-duration", help='e.g. "30s".')
+        parser.add_argument("--shutdown-timeout", help='e.g. "10s".')
         parser.add_argument(
             "--workflow",
             action="append",
@@ -71,97 +65,48 @@ class Command(BaseCommand):
         if not any(
             not isinstance(h, logging.NullHandler) for h in _handlers(logger)
         ):  # a project without LOGGING for us still sees what the worker does
-            handler = logging.StreamHandler(self.stderr)
+            # On the error output itself, not through self.stderr: a terminal would show every
+            # line in the bold red of a command's error.
+            handler = logging.StreamHandler(options.get("stderr") or sys.stderr)
             handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
             logger.addHandler(handler)
             logger.setLevel(logging.INFO)
-        try:
-            using = database_alias(options["database"])  # also validates DJANGO_WORKFLOWS
-        except (ValueError, TypeError) as error:
-            raise CommandError(str(error)) from None
+        using = command_database(options["database"])
         _check_migrated(using)
         _check_metrics(options)
+        # Every option is checked here: under the reloader, in its first process too, which
+        # then only restarts the child that serves.
+        worker = self._worker(options)
         if options["once"]:
             # The run loop's thread pool and batched claims, until idle (drain() runs one
             # instance at a time, for tests).
-            worker = self._worker(options)
-            executed = self._run(worker, worker.run_until_idle)
+            _serve_metrics(options)
+            executed = process.serve(worker, worker.run_until_idle)
             self.stdout.write(f"Ran {executed} execution(s).")
             return
         reload = settings.DEBUG if options["reload"] is None else options["reload"]
         if reload:
-            autoreload.run_with_reloader(self._run_reloading, options)
+            # The metrics port opens in the child that runs the worker, not in the first process.
+            process.serve_reloading(worker, before=lambda: _serve_metrics(options))
         else:
-            self._run(self._worker(options))
+            _serve_metrics(options)
+            process.serve(worker)
 
     def _worker(self, options: dict[str, Any]) -> Worker:
-        if options["metrics_port"] is not None:  # in the process that runs the worker
-            try:
-                metrics_server.serve(options["metrics_port"], options["metrics_address"])
-            except OSError as error:
-                raise CommandError(str(error)) from None
-            logging.getLogger("django_workflows").info(
-                "Serving the worker's metrics at http://%s:%s/metrics.",
-                options["metrics_address"],
-                options["metrics_port"],
-            )
         try:
             return Worker(
                 concurrency=options["concurrency"],
-                poll_interval=options["poll_interval"],
-                lease_duration=options["lease_duration"],
-                shutdown_timeout=options["shutdown_timeout"],
+                poll_interval=command_duration(options["poll_interval"], "--poll-interval"),
+                lease_duration=command_duration(options["lease_duration"], "--lease-duration"),
+                shutdown_timeout=command_duration(
+                    options["shutdown_timeout"], "--shutdown-timeout"
+                ),
                 workflows=options["workflows"],
                 using=options["database"],
                 queues=options.get("queues"),
             )
         except (ValueError, WorkflowNotFoundError) as error:  # a bad option or setting
             raise CommandError(str(error)) from None
-
-    def _run_reloading(self, options: dict[str, Any]) -> None:
-        """Under the autoreloader: a changed file stops the worker (handing its instances back)
-        before the process restarts with the new code."""
-        worker = self._worker(options)
-        stopped = threading.Event()
-
-        def on_change(sender: Any, file_path: Any, **kwargs: Any) -> None:
-            self.stderr.write(f"{file_path} changed: stopping the worker to reload.")
-            worker.stop()
-            stopped.wait(worker.shutdown_timeout.total_seconds() + 1)
-            if worker.left_behind:
-                _exit_past(worker, 3)  # the autoreloader's code for "restart me"
-
-        autoreload.file_changed.connect(on_change, weak=False)
-
-        def on_exit() -> None:
-            # Ctrl-C or SIGTERM end the reloader's main thread; before the interpreter stops
-            # this daemon thread, let the worker hand its instances back.
-            worker.stop()
-            stopped.wait(worker.shutdown_timeout.total_seconds() + 1)
-
-        atexit.register(on_exit)
-        try:
-            worker.run()
-        finally:
-            stopped.set()
-
-    def _run(self, worker: Worker, serve: Callable[[], Any] | None = None) -> Any:
-        """`serve` (worker.run by default) with SIGTERM and SIGINT stopping the worker."""
-        stops = 0
-
-        def stop(signum: int, frame: Any) -> None:
-            nonlocal stops
-            stops += 1
-            if stops > 1:
-                os._exit(1)  # a second signal: exit at once
-            worker.stop()
-
-        signal.signal(signal.SIGTERM, stop)
-        signal.signal(signal.SIGINT, stop)
-        result = (serve or worker.run)()
-        if worker.left_behind:
-            _exit_past(worker, 0)
-        return result
 
 
 def _check_migrated(using: str) -> None:
@@ -191,17 +136,19 @@ def _check_metrics(options: dict[str, Any]) -> None:
         raise CommandError(str(error)) from None
 
 
-def _exit_past(worker: Worker, code: int) -> None:
-    """Exit now: the interpreter would wait for the threads of steps the worker stopped waiting
-    for (Python cannot stop a thread). Their instances keep their leases, which expire as after
-    a crash."""
+def _serve_metrics(options: dict[str, Any]) -> None:
+    """Serve the worker's metrics on --metrics-port, if given (checked by _check_metrics)."""
+    if options["metrics_port"] is None:
+        return
+    try:
+        metrics_server.serve(options["metrics_port"], options["metrics_address"])
+    except OSError as error:
+        raise CommandError(str(error)) from None
     logging.getLogger("django_workflows").info(
-        "Exiting without waiting for the steps of %s.", ", ".join(worker.left_behind)
+        "Serving the worker's metrics at http://%s:%s/metrics.",
+        options["metrics_address"],
+        options["metrics_port"],
     )
-    logging.shutdown()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
 
 
 def _handlers(logger: logging.Logger) -> list[logging.Handler]:

@@ -8,9 +8,8 @@ from datetime import datetime
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db import connections
 
-from ...conf import database_alias
+from ...cli.options import command_database
 from ...worker.health import Health, health
 
 ALERT_EXIT_CODE = 2
@@ -27,12 +26,7 @@ class Command(BaseCommand):
         parser.add_argument("--database", default=None, help="The database alias of the workflows.")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        try:
-            using = database_alias(options["database"])  # also validates DJANGO_WORKFLOWS
-        except (ValueError, TypeError) as error:
-            raise CommandError(str(error)) from None
-        if using not in connections:
-            raise CommandError(f"No database alias {using!r} in DATABASES.")
+        using = command_database(options["database"])
         state = health(using=using)
         if options["json"]:
             self.stdout.write(json.dumps(state.as_dict(), indent=2))
