@@ -130,3 +130,51 @@ def test_the_extra_missing_is_refused_with_how_to_install_it(settings, monkeypat
     monkeypatch.setitem(sys.modules, "prometheus_client", None)  # as if not installed
     with pytest.raises(CommandError, match=r"pip install \"django-durable-workflows\[prometheus\]"):
         call_command("runworkflows", "--metrics-port", "9100", "--once", skip_checks=True)
+
+
+def test_under_the_reloader_the_process_that_runs_the_worker_serves_the_port(tmp_path):
+    """DEBUG turns the reloader on: its first process checks the options and restarts a child,
+    which runs the worker and alone opens the port (two processes binding it would fail)."""
+    (tmp_path / "debug_metrics_settings.py").write_text(
+        "from tests.metrics.settings import *  # noqa: F403\n\nDEBUG = True\n"
+    )
+    port = free_port()
+    wf.start("process-order", {"seconds": 0.01}, id="metrics-reloaded")
+    worker = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "django",
+            "runworkflows",
+            "--metrics-port",
+            str(port),
+            "--metrics-address",
+            "127.0.0.1",
+            "--poll-interval",
+            "100ms",
+        ],
+        cwd=ROOT,
+        env={
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "debug_metrics_settings",
+            "DB_NAME": connection.settings_dict["NAME"],
+            "PYTHONPATH": os.pathsep.join([str(ROOT), str(tmp_path)]),
+        },
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not WorkflowInstance.objects.filter(status="completed").exists():
+            assert time.monotonic() < deadline, "the worker did not complete the order"
+            assert worker.poll() is None, worker.communicate()[0]
+            time.sleep(0.1)
+        found = scrape(port)
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        output, _ = worker.communicate(timeout=30)
+    assert worker.returncode == 0, output
+    executions = (("outcome", "completed"), ("workflow", "process-order"))
+    assert found[("django_workflows_executions_total", executions)] == 1
+    assert output.count(f"metrics at http://127.0.0.1:{port}/metrics") == 1
