@@ -24,6 +24,7 @@ from .errors import (
     WorkflowPayloadError,
     WorkflowResultTimeoutError,
     WorkflowStateError,
+    WorkflowStreamFullError,
     WorkflowTerminatedError,
     WorkflowTimeoutError,
 )
@@ -63,6 +64,7 @@ __all__ = [
     "WorkflowResultTimeoutError",
     "WorkflowSignal",
     "WorkflowStateError",
+    "WorkflowStreamFullError",
     "WorkflowTerminatedError",
     "WorkflowTimeoutError",
     "acancel",

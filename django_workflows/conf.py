@@ -15,7 +15,17 @@ from django.dispatch import receiver
 from .durations import parse_duration
 
 SETTING = "DJANGO_WORKFLOWS"
-_KEYS = {"DATABASE", "WORKER", "RETRY", "JOURNAL", "CLOCK", "CODEC", "WEBHOOK", "STEP_MIDDLEWARE"}
+_KEYS = {
+    "DATABASE",
+    "WORKER",
+    "RETRY",
+    "JOURNAL",
+    "CLOCK",
+    "CODEC",
+    "WEBHOOK",
+    "STEP_MIDDLEWARE",
+    "STREAMS",
+}
 _WORKER_KEYS = {
     "CONCURRENCY",
     "POLL_INTERVAL",
@@ -26,6 +36,7 @@ _WORKER_KEYS = {
 }
 _JOURNAL_KEYS = {"WARN_ENTRIES", "WARN_BYTES", "MAX_ENTRIES", "MAX_BYTES"}
 _WEBHOOK_KEYS = {"BASE_URL", "MAX_BYTES"}
+_STREAMS_KEYS = {"MAX_ITEMS", "MAX_BYTES"}
 
 
 @dataclass(frozen=True)
@@ -55,6 +66,14 @@ class WebhookSettings:
 
 
 @dataclass(frozen=True)
+class StreamLimits:
+    """The most one stream (an instance's items of one name) holds: items, and bytes of JSON."""
+
+    max_items: int = 10_000
+    max_bytes: int = 10_000_000
+
+
+@dataclass(frozen=True)
 class WorkflowSettings:
     database: str
     worker: WorkerSettings
@@ -64,6 +83,7 @@ class WorkflowSettings:
     codec: Any
     webhook: WebhookSettings = WebhookSettings()
     step_middleware: tuple[str, ...] = ()  # dotted paths, outermost first (middleware.py)
+    streams: StreamLimits = StreamLimits()
 
 
 def _unknown(keys: Any, allowed: set[str], where: str) -> None:
@@ -141,6 +161,7 @@ def get_settings() -> WorkflowSettings:
         codec=raw.get("CODEC"),
         webhook=_webhook(raw.get("WEBHOOK") or {}),
         step_middleware=_step_middleware(raw.get("STEP_MIDDLEWARE", ())),
+        streams=_streams(raw.get("STREAMS") or {}),
     )
 
 
@@ -179,6 +200,22 @@ def _webhook(raw: Any) -> WebhookSettings:
     if not isinstance(max_bytes, int) or isinstance(max_bytes, bool) or max_bytes < 1:
         raise ValueError(f"WEBHOOK['MAX_BYTES'] must be a positive integer, not {max_bytes!r}.")
     return WebhookSettings(base_url=base_url.rstrip("/"), max_bytes=max_bytes)
+
+
+def _streams(raw: Any) -> StreamLimits:
+    """STREAMS, validated: MAX_ITEMS and MAX_BYTES positive integers; TypeError or ValueError
+    naming the key."""
+    if not isinstance(raw, dict):
+        raise TypeError(f"{SETTING}['STREAMS'] must be a dict, not {raw!r}.")
+    _unknown(raw, _STREAMS_KEYS, f"{SETTING}['STREAMS']")
+    limits = StreamLimits()
+    values = {}
+    for key in sorted(_STREAMS_KEYS):
+        value = raw.get(key, getattr(limits, key.lower()))
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"STREAMS['{key}'] must be a positive integer, not {value!r}.")
+        values[key.lower()] = value
+    return StreamLimits(**values)
 
 
 def database_alias(using: str | None = None) -> str:
