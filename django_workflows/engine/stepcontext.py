@@ -15,6 +15,7 @@ from ..models import KEY_LENGTH
 from . import atomic as atomic_steps
 from .journal import FORK_ENTRY, run_key
 from .steplog import StepLogger
+from .streams import StepStream, check_name
 
 if TYPE_CHECKING:
     from .surface import Surface
@@ -58,6 +59,7 @@ class StepContext:
         self.last_beat = time.monotonic()
         self._places: Counter[tuple[Any, ...]] = Counter()
         self._places_lock = threading.Lock()
+        self._streams: dict[str, StepStream] = {}
         # Lines logged here reach the django_workflows logger and this attempt's entry.
         self.log = StepLogger(
             {
@@ -111,6 +113,39 @@ class StepContext:
             late = self._timed_out
         if late:
             cancel()
+
+    def stream(self, name: str) -> StepStream:
+        """The instance's stream `name` (the one ctx.stream(name) writes too): items written
+        as they happen, at least once, each with this attempt. TypeError or ValueError for a
+        bad name."""
+        check_name(name, "step.stream()")
+        with self._places_lock:
+            stream = self._streams.get(name)
+            if stream is None:
+                x = self._execution
+                stream = self._streams[name] = StepStream(
+                    x.using,
+                    x.instance.id,
+                    name,
+                    attempt=self.attempt,
+                    atomic=self.atomic,
+                    now=x.guards.now,
+                )
+        return stream
+
+    def end_streams(self) -> None:
+        """The function returned or raised: wait for its streams' last batches, and raise the
+        first error the store gave one of them (WorkflowStreamFullError)."""
+        with self._places_lock:
+            streams = list(self._streams.values())
+        failed: BaseException | None = None
+        for stream in streams:
+            try:
+                stream.end()
+            except Exception as error:
+                failed = failed or error
+        if failed is not None:
+            raise failed
 
     def heartbeat(self, progress: Any = None) -> None:
         """Journal a checkpoint (the next attempt gets it as `progress`) and renew heartbeat_timeout."""

@@ -64,13 +64,13 @@ def _wake_readers(using: str, id: str) -> None:
 def append(
     using: str, id: str, name: str, values: Sequence[Any], *, attempt: int | None, now: datetime
 ) -> Appended:
-    """Append `values` (JSON, checked) to instance `id`'s stream `name`, in one transaction
-    (the caller's, if one is open). WorkflowStreamFullError when they would take it past
+    """Append `values` (JSON, checked) to instance `id`'s stream `name`, in one store
+    transaction (the caller's, if one is open). WorkflowStreamFullError when they would take it past
     STREAMS' MAX_ITEMS or MAX_BYTES, WorkflowStateError when it is closed: then nothing is
     written."""
     limits = get_settings().streams
     sizes = [size(value) for value in values]
-    with transaction.atomic(using=using):
+    with backend(using).write_transaction():
         head = _locked_head(using, id, name, now)
         if head.closed:
             raise WorkflowStateError(
@@ -109,7 +109,7 @@ def append(
 
 def close(using: str, id: str, name: str, *, now: datetime) -> None:
     """Close instance `id`'s stream `name` (made if new): readers stop at its last item."""
-    with transaction.atomic(using=using):
+    with backend(using).write_transaction():
         head = _locked_head(using, id, name, now)
         if not head.closed:
             WorkflowStream.objects.using(using).filter(pk=head.pk).update(
