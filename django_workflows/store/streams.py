@@ -162,3 +162,22 @@ def heads(using: str, ids: Iterable[str]) -> dict[str, dict[str, dict[str, Any]]
     for instance_id, name, items, closed in rows:
         found.setdefault(instance_id, {})[name] = {"items": items, "closed": closed}
     return found
+
+
+def latest(
+    using: str, id: str, count: int
+) -> list[tuple[str, int, bool, list[tuple[int, Any, int | None, datetime]]]]:
+    """Instance `id`'s streams, in the order they were made: (name, items, closed, its last
+    `count` items as (offset, stored value, attempt, created_at), oldest first). The values
+    are as stored: decode them with item_at()."""
+    found = []
+    heads = WorkflowStream.objects.using(using).filter(instance_id=id).order_by("id")
+    for name, items, closed in heads.values_list("name", "items", "closed"):
+        rows = (
+            WorkflowStreamItem.objects.using(using)
+            .filter(instance_id=id, name=name)
+            .order_by("-offset")
+            .values_list("offset", "value", "attempt", "created_at")[:count]
+        )
+        found.append((name, items, closed, list(reversed(rows))))
+    return found
