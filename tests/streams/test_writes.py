@@ -203,3 +203,23 @@ def test_a_steps_items_are_visible_while_it_runs(define):
             release.set()
         assert wait_until(lambda: wf.get_status("live").status == "completed", 10)
     assert clock.now()
+
+
+@pytest.mark.django_db
+def test_a_fork_writes_its_own_stream_from_the_start(define):
+    @define("streams-fork")
+    def run(ctx, input):
+        out = ctx.stream("s")
+        out.write("before")
+        ctx.step("pay", lambda step: 1)
+        out.write("after")
+        out.close()
+        return 1
+
+    wf.start("streams-fork", id="orig")
+    wf.drain()
+    forked = wf.fork("orig", from_step="pay")
+    wf.drain()
+    assert wf.get_status(forked.id).status == "completed", wf.get_status(forked.id).error
+    assert items(forked.id, "s") == [(1, "before", None), (2, "after", None)]
+    assert items("orig", "s") == [(1, "before", None), (2, "after", None)]
