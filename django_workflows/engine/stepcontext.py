@@ -11,6 +11,8 @@ from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from django.db import connections
+
 from ..models import KEY_LENGTH
 from . import atomic as atomic_steps
 from .journal import FORK_ENTRY, run_key
@@ -60,6 +62,9 @@ class StepContext:
         self._places: Counter[tuple[Any, ...]] = Counter()
         self._places_lock = threading.Lock()
         self._streams: dict[str, StepStream] = {}
+        # Whether the execution runs inside a transaction (a TestCase's): step.stream() then
+        # writes on its connection (StepStream).
+        self._in_transaction = connections[execution.using].in_atomic_block
         # Lines logged here reach the django_workflows logger and this attempt's entry.
         self.log = StepLogger(
             {
@@ -123,13 +128,18 @@ class StepContext:
             stream = self._streams.get(name)
             if stream is None:
                 x = self._execution
+                at_once: Callable[[Callable[[], Any]], Any] | None = None
+                if self.atomic:
+                    at_once = _here
+                elif self._in_transaction:
+                    at_once = x.lease.calls.run
                 stream = self._streams[name] = StepStream(
                     x.using,
                     x.instance.id,
                     name,
                     attempt=self.attempt,
-                    atomic=self.atomic,
                     now=x.guards.now,
+                    at_once=at_once,
                 )
         return stream
 
@@ -163,6 +173,10 @@ class StepContext:
         progress = self._execution.lease.to_json(progress, what)
         self.progress = progress
         self._execution.lease.checkpoint(self._entry_name, progress)
+
+
+def _here(fn: Callable[[], Any]) -> Any:
+    return fn()
 
 
 def _digest(*parts: Any) -> str:

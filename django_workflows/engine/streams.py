@@ -10,8 +10,8 @@ stream's own, in one short transaction per batch, each item carrying the attempt
 small items costs a few transactions, not one each. The step's end waits for its streams'
 last batch; a batch the store refused (WorkflowStreamFullError) fails the attempt, at the next
 write() or at the end. In an atomic step the items are written on the step's own thread, in
-its transaction: readers see them when the step commits (so too in a step run inside a
-transaction, as a TestCase's drain() runs it).
+its transaction: readers see them when the step commits. In an execution that runs inside a
+transaction (a TestCase's drain()), they are written at once, on the execution's connection.
 """
 
 from __future__ import annotations
@@ -138,15 +138,15 @@ class StepStream:
         name: str,
         *,
         attempt: int,
-        atomic: bool,
         now: Callable[[], Any],
+        at_once: Callable[[Callable[[], Any]], Any] | None = None,
     ):
         self.name = name
         self._attempt = attempt
-        # Written at once, on the step's thread: in an atomic step's transaction, or in a
-        # transaction the step runs in (a test's), whose locks a thread of its own would wait
-        # for.
-        self._synchronous = atomic or connections[using].in_atomic_block
+        # Where each item is written at once, when it cannot wait for a thread of its own:
+        # in an atomic step's transaction, or in a transaction the execution runs in (a
+        # TestCase's), whose locks such a thread would wait for.
+        self._at_once = at_once
         self._using = using
         self._instance_id = instance_id
         self._now = now
@@ -166,8 +166,8 @@ class StepStream:
         or this item would take the stream past STREAMS' bounds, WorkflowStateError once the
         stream is closed."""
         value = plain_json(value, f'An item of the stream "{self.name}"', nul=True)
-        if self._synchronous:
-            self._append([value])
+        if self._at_once is not None:
+            self._at_once(lambda: self._append([value]))
             return
         with self._changed:
             self._raise_error()
@@ -254,4 +254,10 @@ class StepStream:
         )
 
     def _close_now(self) -> None:
-        store.close(self._using, self._instance_id, self.name, now=self._now())
+        def close() -> None:
+            store.close(self._using, self._instance_id, self.name, now=self._now())
+
+        if self._at_once is not None:
+            self._at_once(close)
+        else:
+            close()

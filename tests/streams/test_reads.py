@@ -165,3 +165,36 @@ def _close(id):
         streams.close("default", id, "tokens", now=clock.now())
     finally:
         connections.close_all()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_on_postgresql_a_write_notifies_readers_of_an_awaited_instance(chatty):
+    from django.db import connection
+
+    from django_workflows.store.backends.base import ENDED_CHANNEL
+
+    if connection.vendor != "postgresql":
+        pytest.skip("only PostgreSQL has NOTIFY")
+    import psycopg
+
+    wf.start("streams-chatty", {"n": 0}, id="n1")
+    wf.drain()
+    settings = connection.settings_dict
+    with psycopg.connect(
+        host=settings["HOST"],
+        port=settings["PORT"],
+        user=settings["USER"],
+        password=settings["PASSWORD"],
+        dbname=settings["NAME"],
+        autocommit=True,
+    ) as listener:
+        listener.execute(f"LISTEN {ENDED_CHANNEL}")
+        streams.append("default", "n1", "tokens", ["quiet"], attempt=None, now=clock.now())
+        assert list(listener.notifies(timeout=0.3)) == []  # nobody reads: no NOTIFY
+        wf.get_status("n1")
+        from django_workflows.store import instances
+
+        instances.mark_awaited("default", "n1")  # what a waiting read_stream() does
+        streams.append("default", "n1", "tokens", ["heard"], attempt=None, now=clock.now())
+        heard = [n.payload for n in listener.notifies(timeout=2, stop_after=1)]
+    assert heard == ["n1"]

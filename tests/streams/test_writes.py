@@ -223,3 +223,22 @@ def test_a_fork_writes_its_own_stream_from_the_start(define):
     assert wf.get_status(forked.id).status == "completed", wf.get_status(forked.id).error
     assert items(forked.id, "s") == [(1, "before", None), (2, "after", None)]
     assert items("orig", "s") == [(1, "before", None), (2, "after", None)]
+
+
+@pytest.mark.django_db
+def test_an_async_step_writes_its_stream(define):
+    @define("streams-async-step")
+    async def run(ctx, input):
+        async def talk(step):
+            out = step.stream("tokens")
+            for token in ("a", "b"):
+                out.write(token)
+                await asyncio.sleep(0.01)
+            return 1
+
+        return await ctx.step("talk", talk)
+
+    wf.start("streams-async-step", id="as2")
+    wf.drain()
+    assert wf.get_status("as2").status == "completed", wf.get_status("as2").error
+    assert items("as2", "tokens") == [(1, "a", 1), (2, "b", 1)]
