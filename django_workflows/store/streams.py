@@ -27,6 +27,7 @@ from ..jsonvalues import size
 from ..models import WorkflowInstance, WorkflowStream, WorkflowStreamItem
 from . import payloads, wakeups
 from .backends import backend
+from .deadlocks import retries_deadlocks
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,7 @@ def _wake_readers(using: str, id: str) -> None:
     transaction.on_commit(lambda: wakeups.value_published(id), using=using)
 
 
+@retries_deadlocks
 def append(
     using: str, id: str, name: str, values: Sequence[Any], *, attempt: int | None, now: datetime
 ) -> Appended:
@@ -107,6 +109,7 @@ def append(
     return Appended(offset=items, items=items, bytes=total)
 
 
+@retries_deadlocks
 def close(using: str, id: str, name: str, *, now: datetime) -> None:
     """Close instance `id`'s stream `name` (made if new): readers stop at its last item."""
     with backend(using).write_transaction():

@@ -132,3 +132,37 @@ def test_the_default_bounds(settings):
 
 def test_the_migrations_are_complete():
     management.call_command("makemigrations", "django_workflows", "--check", "--dry-run")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_appends_take_every_offset_once(define):
+    import threading
+
+    from django.db import connections
+
+    @define("streams-concurrent")
+    def run(ctx, input):
+        return 1
+
+    wf.start("streams-concurrent", id="cc")
+    failures = []
+
+    def writer(n):
+        try:
+            for i in range(25):
+                streams.append("default", "cc", "s", [f"{n}-{i}"], attempt=n, now=clock.now())
+        except Exception as error:  # reported below
+            failures.append(error)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    read = streams.read("default", "cc", "s", after=0, limit=1000)
+    assert [i.offset for i in read] == list(range(1, 101))
+    assert sorted(i.value for i in read) == sorted(f"{n}-{i}" for n in range(4) for i in range(25))
+    assert WorkflowStream.objects.get().items == 100
