@@ -8,4 +8,5 @@ urlpatterns = [
     path("workflows/", include("django_workflows.urls")),
     path("streams/<str:id>/<str:name>/", stream_views.events),
     path("astreams/<str:id>/<str:name>/", stream_views.aevents),
+    path("stream-page/<str:id>/<str:name>/", stream_views.page),
 ]
