@@ -162,9 +162,9 @@ class StepStream:
 
     def write(self, value: Any) -> None:
         """Append `value` (JSON) to the stream, written within a few milliseconds. Raises
-        TypeError for a value that is not JSON, WorkflowStreamFullError when an earlier batch
-        or this item would take the stream past STREAMS' bounds, WorkflowStateError once the
-        stream is closed."""
+        TypeError for a value that is not JSON; WorkflowStreamFullError (past STREAMS' bounds)
+        or WorkflowStateError (the stream is closed) when the store refused an earlier batch,
+        or this item where it is written at once."""
         value = plain_json(value, f'An item of the stream "{self.name}"', nul=True)
         if self._at_once is not None:
             self._at_once(lambda: self._append([value]))
