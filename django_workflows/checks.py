@@ -165,7 +165,7 @@ def _check_atomic_steps(definition: Any) -> list[Any]:
     the workflows' alias, so the business rows it covers must be there too."""
     try:
         alias = database_alias()
-    except ValueError:  # the settings cannot be read: E001 says why
+    except (ValueError, TypeError):  # the settings cannot be read: E001 says why
         return []
     if alias == DEFAULT_DB_ALIAS:
         return []

@@ -26,6 +26,7 @@ _KEYS = {
     "STEP_MIDDLEWARE",
     "METRICS",
     "METRICS_TOKEN",
+    "STREAMS",
 }
 _WORKER_KEYS = {
     "CONCURRENCY",
@@ -37,6 +38,7 @@ _WORKER_KEYS = {
 }
 _JOURNAL_KEYS = {"WARN_ENTRIES", "WARN_BYTES", "MAX_ENTRIES", "MAX_BYTES"}
 _WEBHOOK_KEYS = {"BASE_URL", "MAX_BYTES"}
+_STREAMS_KEYS = {"MAX_ITEMS", "MAX_BYTES"}
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,14 @@ class WebhookSettings:
 
 
 @dataclass(frozen=True)
+class StreamLimits:
+    """The most one stream (an instance's items of one name) holds: items, and bytes of JSON."""
+
+    max_items: int = 10_000
+    max_bytes: int = 10_000_000
+
+
+@dataclass(frozen=True)
 class WorkflowSettings:
     database: str
     worker: WorkerSettings
@@ -77,6 +87,7 @@ class WorkflowSettings:
     step_middleware: tuple[str, ...] = ()  # dotted paths, outermost first (middleware.py)
     metrics: bool = False  # the worker's counters (django_workflows.metrics)
     metrics_token: str = ""  # the bearer token of the metrics view; "": staff users only
+    streams: StreamLimits = StreamLimits()
 
 
 def _unknown(keys: Any, allowed: set[str], where: str) -> None:
@@ -156,6 +167,7 @@ def get_settings() -> WorkflowSettings:
         step_middleware=_step_middleware(raw.get("STEP_MIDDLEWARE", ())),
         metrics=_metrics(raw.get("METRICS", False)),
         metrics_token=_metrics_token(raw.get("METRICS_TOKEN")),
+        streams=_streams(raw.get("STREAMS") or {}),
     )
 
 
@@ -213,6 +225,22 @@ def _webhook(raw: Any) -> WebhookSettings:
     if not isinstance(max_bytes, int) or isinstance(max_bytes, bool) or max_bytes < 1:
         raise ValueError(f"WEBHOOK['MAX_BYTES'] must be a positive integer, not {max_bytes!r}.")
     return WebhookSettings(base_url=base_url.rstrip("/"), max_bytes=max_bytes)
+
+
+def _streams(raw: Any) -> StreamLimits:
+    """STREAMS, validated: MAX_ITEMS and MAX_BYTES positive integers; TypeError or ValueError
+    naming the key."""
+    if not isinstance(raw, dict):
+        raise TypeError(f"{SETTING}['STREAMS'] must be a dict, not {raw!r}.")
+    _unknown(raw, _STREAMS_KEYS, f"{SETTING}['STREAMS']")
+    limits = StreamLimits()
+    values = {}
+    for key in sorted(_STREAMS_KEYS):
+        value = raw.get(key, getattr(limits, key.lower()))
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"STREAMS['{key}'] must be a positive integer, not {value!r}.")
+        values[key.lower()] = value
+    return StreamLimits(**values)
 
 
 def database_alias(using: str | None = None) -> str:

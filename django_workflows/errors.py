@@ -124,6 +124,15 @@ class WorkflowJournalLimitError(WorkflowError):
     """By name on an instance whose journal reached JOURNAL's MAX_ENTRIES or MAX_BYTES."""
 
 
+class WorkflowStreamFullError(WorkflowError):
+    """A stream write past STREAMS' MAX_ITEMS or MAX_BYTES for its stream; nothing was written.
+    `stream` names the stream."""
+
+    def __init__(self, message: str, *, stream: str):
+        super().__init__(message)
+        self.stream = stream
+
+
 class WorkflowPayloadError(WorkflowError):
     """A stored payload that the CODEC setting cannot read: its codec or key is not listed, or it
     was changed or moved from another instance or field. `key` names the codec or key id."""

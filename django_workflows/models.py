@@ -345,6 +345,64 @@ class Signal(models.Model):
         return f"#{self.id} {self.name} [{self.key}]"
 
 
+STREAM_NAME_LENGTH = KEY_LENGTH
+
+
+class WorkflowStream(models.Model):
+    """A stream of an instance (ctx.stream(), step.stream()): its name, how many items and bytes
+    of JSON it holds, and whether it was closed. Its row is locked by every append, which takes
+    the next offsets under it."""
+
+    id = models.BigAutoField(primary_key=True)
+    # No index of its own: dw_stream_unique starts with it.
+    instance = models.ForeignKey(
+        WorkflowInstance, on_delete=models.CASCADE, related_name="streams", db_index=False
+    )
+    name = KeyField(max_length=STREAM_NAME_LENGTH)
+    items = models.PositiveIntegerField(default=0)
+    bytes = models.PositiveBigIntegerField(default=0)
+    closed = models.BooleanField(default=False)
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        verbose_name = "workflow stream"
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(fields=["instance", "name"], name="dw_stream_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class WorkflowStreamItem(models.Model):
+    """One item of a stream: its offset (1, 2, ... per instance and name), its value (JSON,
+    encoded by the codec), the attempt of the step that wrote it (None for ctx.stream())."""
+
+    id = models.BigAutoField(primary_key=True)
+    # No index of its own: dw_stream_item_unique starts with it.
+    instance = models.ForeignKey(
+        WorkflowInstance, on_delete=models.CASCADE, related_name="stream_items", db_index=False
+    )
+    name = KeyField(max_length=STREAM_NAME_LENGTH)
+    offset = models.PositiveIntegerField()
+    value = JSONField(null=True, blank=True)
+    attempt = models.PositiveIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        verbose_name = "workflow stream item"
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["instance", "name", "offset"], name="dw_stream_item_unique"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} #{self.offset}"
+
+
 class WorkflowSchedule(models.Model):
     """A schedule: declared in code or saved with schedules.upsert(); its spec, state and lease."""
 

@@ -113,6 +113,19 @@ class InstanceStatus:
     attributes: dict[str, Any] = field(default_factory=dict)
     # The queue it waits in (@workflow(queue=...), start(queue=...)).
     queue: str = "default"
+    # Its streams (ctx.stream(), step.stream()): name to {"items": n, "closed": bool}.
+    streams: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class StreamItem:
+    """One item of a stream, as read_stream() yields it: its offset (1, 2, ...), its value, the
+    step attempt that wrote it (None for ctx.stream()) and when it was written."""
+
+    offset: int
+    value: Any
+    attempt: int | None
+    at: datetime
 
 
 @dataclass(frozen=True)

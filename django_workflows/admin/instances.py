@@ -48,6 +48,7 @@ from .display import (
 from .failures import error_tracebacks, without_tracebacks
 from .forks import ForkAdmin, fork_refusal
 from .queues import QueueFilter
+from .streams import StreamsAdmin
 from .subjects import SubjectAdmin
 from .tags import TagFilter, TagsAdmin
 from .tasks import TaskFilter, TasksAdmin
@@ -59,7 +60,9 @@ CHILDREN_SHOWN = 100
 ACTIONS = ("cancel", "terminate", "retry", "resume", "fork", "delete", "force_delete")
 
 
-class WorkflowInstanceAdmin(SubjectAdmin, TagsAdmin, TasksAdmin, ForkAdmin, ReadOnlyAdmin):
+class WorkflowInstanceAdmin(
+    SubjectAdmin, TagsAdmin, TasksAdmin, StreamsAdmin, ForkAdmin, ReadOnlyAdmin
+):
     list_display = (
         "id",
         "status_badge",
@@ -117,7 +120,18 @@ class WorkflowInstanceAdmin(SubjectAdmin, TagsAdmin, TasksAdmin, ForkAdmin, Read
                 )
             },
         ),
-        ("Data", {"fields": ("input_json", "output_json", "published_values", "error_summary")}),
+        (
+            "Data",
+            {
+                "fields": (
+                    "input_json",
+                    "output_json",
+                    "published_values",
+                    "streams_table",
+                    "error_summary",
+                )
+            },
+        ),
         ("Tags and search attributes", {"fields": ("tags_list", "attributes_table")}),
         (
             "Lease and requests",
@@ -158,6 +172,7 @@ class WorkflowInstanceAdmin(SubjectAdmin, TagsAdmin, TasksAdmin, ForkAdmin, Read
         "input_json",
         "output_json",
         "published_values",
+        "streams_table",
         "error_summary",
         "tags_list",
         "attributes_table",

@@ -11,7 +11,8 @@ What the fork copies, and what runs again (docs/how-to/rerun-from-a-step.md says
 - A copied webhook whose wait was not copied as passed (the fork waits for its POST again) gets
   a new key: its URL is the fork's own, and the original's URL still reaches only the original.
 - Not copied: the compensations' own entries and retry() markers (the original's history,
-  not the fork's), and what had not ended when `from_step` was first written (a step, sleep or
+  not the fork's), stream writes and closes (`$stream:`: the fork writes its own streams from
+  the start, their items stored under its id), and what had not ended when `from_step` was first written (a step, sleep or
   wait of a gather branch still under way): those run again too.
 - A copied child start points to the original's child (a default child id is renamed to the
   fork's, as its code derives it); a child started after the point is started again under the
@@ -42,6 +43,7 @@ from ..engine.children import CHILD_PREFIX, default_child_id
 from ..engine.registry import registry
 from ..engine.scope import running_step
 from ..engine.starts import _key, check_key, wake_on_commit
+from ..engine.streams import PREFIX as STREAM_PREFIX
 from ..errors import WorkflowIdConflictError, WorkflowNotFoundError, WorkflowStateError
 from ..events import emit
 from ..models import FINISHED, Status, WorkflowInstance
@@ -205,6 +207,8 @@ def _copied(
         # replay of the steps after the marker would take the other branch.
         if (doc.get("kind") not in journal.ENGINE_KINDS or doc.get("kind") == journal.PATCH)
         and doc.get("status") in _ENDED
+        # A stream's items are the original's: the fork writes its own streams again.
+        and not name.startswith(STREAM_PREFIX)
     }
     for name, doc in before:
         if name not in kept:

@@ -44,6 +44,7 @@ from ..store.deadlocks import retries_deadlocks
 from ..store.jsonvalues import to_json
 from ..store.published import latest_values
 from ..store.signals import record_signal
+from ..store.streams import heads as stream_heads
 from ..store.tables import missing_tables_error
 from ..subjects import subject_filter
 
@@ -202,7 +203,14 @@ def get_status(
     values = latest_values(using, [id]).get(id)
     tags, attributes = searchable.load(using, [id])
     return instance_status(
-        row, waits, entries, kids, values=values, tags=tags.get(id), attributes=attributes.get(id)
+        row,
+        waits,
+        entries,
+        kids,
+        values=values,
+        tags=tags.get(id),
+        attributes=attributes.get(id),
+        streams=stream_heads(using, [id]).get(id),
     )
 
 
@@ -265,6 +273,7 @@ def list_instances(
     waits = store.load_waits(using, ids)
     values = latest_values(using, ids, strict=False)
     tags, found = searchable.load(using, ids)
+    streams = stream_heads(using, ids)
     return [
         instance_status(
             r,
@@ -273,6 +282,7 @@ def list_instances(
             values=values.get(r.id),
             tags=tags.get(r.id),
             attributes=found.get(r.id),
+            streams=streams.get(r.id),
         )
         for r in rows
     ]

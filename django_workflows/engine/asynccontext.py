@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from .children import ChildHandle
     from .context import WorkflowContext
     from .stepcontext import StepContext
+    from .streams import Stream
     from .waits import SignalCondition, TimerCondition
     from .webhooks import Webhook
 
@@ -62,6 +63,26 @@ class AsyncWebhook:
     async def wait(self, timeout: Duration | None = None) -> Any:
         """Suspend until the URL receives a POST: its JSON body; None once `timeout` passes."""
         return await call(self._hook.wait, timeout)
+
+
+class AsyncStream:
+    """A stream of an async workflow (`ctx.stream(name)`): `await stream.write(value)`,
+    `await stream.close()`."""
+
+    def __init__(self, stream: Stream):
+        self._stream = stream
+        self.name = stream.name
+
+    def __repr__(self) -> str:
+        return f"<AsyncStream {self.name!r}>"
+
+    async def write(self, value: Any) -> None:
+        """Append `value` (JSON) to the stream, exactly once."""
+        await call(self._stream.write, value)
+
+    async def close(self) -> None:
+        """End the stream."""
+        await call(self._stream.close)
 
 
 class AsyncWorkflowContext:
@@ -232,6 +253,10 @@ class AsyncWorkflowContext:
     async def set_value(self, name: str, value: Any) -> None:
         """Publish `value` as the value `name`."""
         await call(self._ctx.set_value, name, value)
+
+    def stream(self, name: str) -> AsyncStream:
+        """The instance's stream `name`; its writes and close are awaited."""
+        return AsyncStream(self._ctx.stream(name))
 
     async def set_attributes(self, **values: Any) -> None:
         """Set search attributes, journaled."""

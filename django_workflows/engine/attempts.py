@@ -3,6 +3,7 @@ inside scope.running_step; and a failed attempt journaled (of a step or a compen
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -37,6 +38,7 @@ def invoke(
     """Run a step's function (of the step `name`, journaled as `entry_name`); with timeouts,
     in a thread of its own that can be abandoned (Python cannot kill a thread: a late result
     is discarded)."""
+    call = _ending_streams(step, call)
     # STEP_MIDDLEWARE, around every attempt
     call = middleware.wrap(x.instance, entry_name, name, step.attempt, call)
     with x.lock:
@@ -54,6 +56,23 @@ def invoke(
     finally:
         with x.lock:
             x.stops.running_steps.discard(step)
+
+
+def _ending_streams(step: StepContext, call: Callable[[], Any]) -> Callable[[], Any]:
+    """`call`, then the end of the streams it wrote (step.stream()): their last items are
+    stored before the attempt's outcome, and a batch the store refused fails the attempt."""
+
+    def ended() -> Any:
+        try:
+            result = call()
+        except BaseException:
+            with contextlib.suppress(Exception):
+                step.end_streams()
+            raise
+        step.end_streams()
+        return result
+
+    return ended
 
 
 def _call_with_timeouts(

@@ -36,6 +36,7 @@ from .children import ChildHandle
 from .continuation import SAME
 from .interrupts import Suspend
 from .stepcontext import StepContext
+from .streams import Stream
 from .waits import SignalCondition, TimerCondition
 from .webhooks import Webhook
 
@@ -243,6 +244,11 @@ class WorkflowContext:
         """Publish `value` (JSON, at most 64 KiB) as the value `name`, written at once; the
         latest of a name is what django_workflows.get_value() returns."""
         values.set_value(self._x, name, value)
+
+    def stream(self, name: str) -> Stream:
+        """The instance's stream `name`: each Stream.write() appends an item exactly once
+        (journaled), Stream.close() ends it; read with django_workflows.read_stream()."""
+        return Stream(self._x, name)
 
     def set_attributes(self, **values: Any) -> None:
         """Set search attributes (str, int, float, bool or aware datetime; None removes one),

@@ -17,6 +17,7 @@ from django.db import connections
 from .. import clock
 from ..errors import WorkflowPayloadError
 from ..store import instances as store
+from ..store.backends import backend
 from ..store.jsonvalues import to_json
 from ..store.signals import recorded_before, signals_for
 from .faults import call_store
@@ -114,6 +115,19 @@ class Lease:
                 changes or {}, release, guarded or {}, signal, announce, restart, attributes
             )
         )
+
+    def write_with(self, rows: Callable[[], Any], record: Callable[[Any], Any]) -> None:
+        """`rows()`, then write() of the buffered entries with what `record(rows())` adds to
+        them, in one transaction on the execution's thread, fenced by the lease token: both
+        commit or neither (LeaseLost when the lease is gone). What `rows()` raises is the
+        caller's, and writes nothing."""
+
+        def both() -> store.LeaseFlags:
+            with backend(self.using).write_transaction():
+                record(rows())
+                return self._write({}, None, {})
+
+        self.calls.run(lambda: call_store(self, both, "a stream's write"))
 
     def write_here(self) -> store.LeaseFlags:
         """write() of the buffered entries on this thread's connection, not the execution's:

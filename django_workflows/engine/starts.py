@@ -370,6 +370,7 @@ def instance_status(
     values: dict[str, Any] | None = None,
     tags: list[str] | None = None,
     attributes: dict[str, Any] | None = None,
+    streams: dict[str, dict[str, Any]] | None = None,
 ) -> InstanceStatus:
     """The row as the client returns it (an InstanceStatus), its payloads decoded. Not strict: a payload the codec
     cannot read is None (list_instances() shows such an instance without its payloads)."""
@@ -400,6 +401,7 @@ def instance_status(
         journal=None if journal is None else [_journal_entry(n, d) for n, d in journal],
         children=children,
         values=values or {},
+        streams=streams or {},
         generation=row.generation,
         forked_from=row.forked_from,
         subject=subject_label(

@@ -11,10 +11,13 @@ from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from django.db import connections
+
 from ..models import KEY_LENGTH
 from . import atomic as atomic_steps
 from .journal import FORK_ENTRY, run_key
 from .steplog import StepLogger
+from .streams import StepStream, check_name
 
 if TYPE_CHECKING:
     from .surface import Surface
@@ -58,6 +61,10 @@ class StepContext:
         self.last_beat = time.monotonic()
         self._places: Counter[tuple[Any, ...]] = Counter()
         self._places_lock = threading.Lock()
+        self._streams: dict[str, StepStream] = {}
+        # Whether the execution runs inside a transaction (a TestCase's): step.stream() then
+        # writes on its connection (StepStream).
+        self._in_transaction = connections[execution.using].in_atomic_block
         # Lines logged here reach the django_workflows logger and this attempt's entry.
         self.log = StepLogger(
             {
@@ -112,6 +119,44 @@ class StepContext:
         if late:
             cancel()
 
+    def stream(self, name: str) -> StepStream:
+        """The instance's stream `name` (the one ctx.stream(name) writes too): items written
+        as they happen, at least once, each with this attempt. TypeError or ValueError for a
+        bad name."""
+        check_name(name, "step.stream()")
+        with self._places_lock:
+            stream = self._streams.get(name)
+            if stream is None:
+                x = self._execution
+                at_once: Callable[[Callable[[], Any]], Any] | None = None
+                if self.atomic:
+                    at_once = _here
+                elif self._in_transaction:
+                    at_once = x.lease.calls.run
+                stream = self._streams[name] = StepStream(
+                    x.using,
+                    x.instance.id,
+                    name,
+                    attempt=self.attempt,
+                    now=x.guards.now,
+                    at_once=at_once,
+                )
+        return stream
+
+    def end_streams(self) -> None:
+        """The function returned or raised: wait for its streams' last batches, and raise the
+        first error the store gave one of them (WorkflowStreamFullError)."""
+        with self._places_lock:
+            streams = list(self._streams.values())
+        failed: BaseException | None = None
+        for stream in streams:
+            try:
+                stream.end()
+            except Exception as error:
+                failed = failed or error
+        if failed is not None:
+            raise failed
+
     def heartbeat(self, progress: Any = None) -> None:
         """Journal a checkpoint (the next attempt gets it as `progress`) and renew heartbeat_timeout."""
         self.last_beat = time.monotonic()
@@ -128,6 +173,10 @@ class StepContext:
         progress = self._execution.lease.to_json(progress, what)
         self.progress = progress
         self._execution.lease.checkpoint(self._entry_name, progress)
+
+
+def _here(fn: Callable[[], Any]) -> Any:
+    return fn()
 
 
 def _digest(*parts: Any) -> str:

@@ -9,11 +9,12 @@ from http import HTTPStatus
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import render
+from django.shortcuts import get_object_or_404, render
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
 import django_workflows
+from django_workflows.streams import sse_response
 
 from . import services
 from .models import Order
@@ -147,7 +148,12 @@ def fulfilment(request: HttpRequest, order_id: str) -> HttpResponse:
             "stage": instance.custom_status,
             "waitingFor": [wait.signal for wait in instance.waits],
             "wakeAt": iso(instance.wake_at),
-            "steps": {entry.name: str(entry.status) for entry in instance.journal or []},
+            # Not the `$stream:` entries of the order page's status lines.
+            "steps": {
+                entry.name: str(entry.status)
+                for entry in instance.journal or []
+                if not entry.name.startswith("$stream:")
+            },
             "error": instance.error["message"] if instance.error else None,
         }
     )
@@ -187,6 +193,21 @@ def carrier_webhook(request: HttpRequest) -> HttpResponse:
         }
         handlers[kind](event)
     return JsonResponse({"received": True})
+
+
+@require_GET
+def order_page(request: HttpRequest, order_id: str) -> HttpResponse:
+    """`GET /orders/<id>`: the order, its fulfilment's status lines streaming in live."""
+    order = get_object_or_404(Order, pk=order_id)
+    return render(request, "shop/order.html", {"order": order})
+
+
+@require_GET
+def order_events(request: HttpRequest, order_id: str) -> HttpResponse:
+    """`GET /orders/<id>/events`: the status lines as Server-Sent Events, for the order page's
+    EventSource. A real shop checks the order is the customer's first."""
+    order = get_object_or_404(Order, pk=order_id)
+    return sse_response(request, fulfilment_id(order.pk), "progress")
 
 
 @require_GET

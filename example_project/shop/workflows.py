@@ -97,6 +97,9 @@ def order_tags(instance: Order, **kwargs: Any) -> list[str]:
 )
 def fulfil_order(ctx: Any, order: dict[str, Any]) -> dict[str, Any]:
     """Charge the card, reserve the stock, wait for the delivery, then ask for a review."""
+    # The order page's status lines, live (shop/templates/shop/order.html): each write is
+    # journaled, so a replay of the workflow adds no line twice.
+    progress = ctx.stream("progress")
     charge = ctx.step(
         "charge-payment",
         lambda step: payments.charge(order, step.idempotency_key),
@@ -104,6 +107,7 @@ def fulfil_order(ctx: Any, order: dict[str, Any]) -> dict[str, Any]:
         compensate=lambda charge, step: payments.refund(charge["charge_id"], step.idempotency_key),
     )
     ctx.set_status("paid")
+    progress.write({"line": "Payment received."})
 
     ctx.step(
         "reserve-stock",
@@ -111,6 +115,7 @@ def fulfil_order(ctx: Any, order: dict[str, Any]) -> dict[str, Any]:
         compensate=lambda reservation, step: inventory.release(reservation["reservation_id"]),
     )
     ctx.set_status("awaiting-delivery")
+    progress.write({"line": "Stock reserved; waiting for the carrier."})
 
     outcome = ctx.wait_for_any(
         "await-delivery",
@@ -128,12 +133,15 @@ def fulfil_order(ctx: Any, order: dict[str, Any]) -> dict[str, Any]:
     # or releases the stock, not a failure and not a cancel.
     ctx.commit("delivered")
     ctx.set_status("delivered")
+    progress.write({"line": f"Delivered ({delivery['trackingNumber']})."})
 
     ctx.sleep("before-review-request", "7d")
     ctx.step(
         "send-review-request",
         lambda step: mail.send_review_request(order, step.idempotency_key),
     )
+    progress.write({"line": "We asked for your review."})
+    progress.close()
 
     return {"charge_id": charge["charge_id"], "tracking_number": delivery["trackingNumber"]}
 

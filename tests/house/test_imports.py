@@ -81,6 +81,7 @@ LAYERS = [
         "django_workflows.cli",
         "django_workflows.management",
         "django_workflows.views",
+        "django_workflows.streams",
         "django_workflows.urls",
         "django_workflows.checks",
         "django_workflows.testing",

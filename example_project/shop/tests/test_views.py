@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -233,3 +234,34 @@ def test_the_index_page_lists_the_orders_with_their_fulfilment(client, order_id)
 
 def test_placing_an_order_takes_a_post(client) -> None:
     assert client.get("/orders").status_code == 405
+
+
+def events(client: Any, order_id: str, **headers: str) -> str:
+    response = client.get(f"/orders/{order_id}/events", headers=headers)
+    assert response["Content-Type"] == "text/event-stream"
+    return b"".join(response.streaming_content).decode()
+
+
+def test_the_order_page_follows_the_fulfilments_status_lines(client, order_id, clock) -> None:
+    page = client.get(f"/orders/{order_id}").content.decode()
+    assert f'new EventSource("/orders/{order_id}/events")' in page
+
+    post(client, "/webhooks/carrier", carrier_event("shipment.delivered", order_id))
+    django_workflows.drain()
+    clock.advance(timedelta(days=7))
+    django_workflows.drain()
+
+    assert events(client, order_id) == (
+        'id: 1\ndata: {"line":"Payment received."}\n\n'
+        'id: 2\ndata: {"line":"Stock reserved; waiting for the carrier."}\n\n'
+        'id: 3\ndata: {"line":"Delivered (TRK123456789)."}\n\n'
+        'id: 4\ndata: {"line":"We asked for your review."}\n\n'
+        "event: end\ndata: {}\n\n"
+    )
+    # A browser that reconnects resumes after the last line it saw.
+    assert events(client, order_id, **{"Last-Event-ID": "3"}).startswith("id: 4\n")
+
+
+def test_an_unknown_orders_page_and_events_are_not_found(client) -> None:
+    assert client.get("/orders/nope").status_code == 404
+    assert client.get("/orders/nope/events").status_code == 404

@@ -18,9 +18,25 @@ from typing import Any
 
 from django.db import DatabaseError
 
-from ....models import InstanceAttribute, InstanceTag, JournalEntry, Wait, WorkflowInstance
+from ....models import (
+    InstanceAttribute,
+    InstanceTag,
+    JournalEntry,
+    Wait,
+    WorkflowInstance,
+    WorkflowStream,
+    WorkflowStreamItem,
+)
 
-DEPENDENTS = (JournalEntry, Wait, InstanceTag, InstanceAttribute)  # they point at the instances
+# They point at the instances.
+DEPENDENTS = (
+    JournalEntry,
+    Wait,
+    InstanceTag,
+    InstanceAttribute,
+    WorkflowStreamItem,
+    WorkflowStream,
+)
 DOOMED = "dw_purged_ids"
 """The temporary table of the ids being deleted (one per connection, while it deletes)."""
 LISTED_IDS = 1000  # ids per statement without that table (purge()'s batches are 500 by default)
