@@ -242,3 +242,26 @@ def test_an_async_step_writes_its_stream(define):
     wf.drain()
     assert wf.get_status("as2").status == "completed", wf.get_status("as2").error
     assert items("as2", "tokens") == [(1, "a", 1), (2, "b", 1)]
+
+
+@pytest.mark.django_db
+def test_after_continue_as_new_the_next_run_writes_on_after_the_last_offset(define):
+    @define("streams-continued")
+    def run(ctx, input):
+        n = (input or {}).get("n", 0)
+        ctx.stream("progress").write(f"run {n}")
+        if n < 2:
+            ctx.continue_as_new({"n": n + 1})
+        ctx.stream("progress").close()
+        return n
+
+    wf.start("streams-continued", id="continued-1")
+    for _ in range(5):
+        wf.drain()
+    assert wf.result("continued-1") == 2
+    assert items("continued-1", "progress") == [
+        (1, "run 0", None),
+        (2, "run 1", None),
+        (3, "run 2", None),
+    ]
+    assert streams.is_closed("default", "continued-1", "progress")
