@@ -285,6 +285,8 @@ class Workflow:
     # The debounce of its starts with an id, unless start() gives one (@workflow(debounce=...)).
     debounce: timedelta | None = None
     debounce_timeout: timedelta | None = None
+    # The fair key of an instance, from its input (@workflow(fair_key=...)): None for none.
+    fair_key: Callable[[Any], str | None] | None = None
     target: Any = field(default=None, repr=False)
     # Update name -> validator `(status, arg)`, filled by @<workflow>.validator(name).
     validators: dict[str, Callable[[Any, Any], Any]] = field(default_factory=dict, repr=False)

@@ -108,6 +108,9 @@ class WorkflowInstance(models.Model):
     scheduled_at = models.DateTimeField(null=True, blank=True)
     concurrency_key = KeyField(max_length=KEY_LENGTH, null=True, blank=True)
     rate_limit_key = KeyField(max_length=KEY_LENGTH, null=True, blank=True)
+    # The key it shares the workers with (@workflow(fair_key=...), start(fair_key=...)): a
+    # start with one is due at its key's turn (store/fairness.py).
+    fair_key = KeyField(max_length=KEY_LENGTH, null=True, blank=True)
     runs = models.PositiveIntegerField(default=0)
     # Signals with an id above this one were sent after the instance started: it may take them.
     signal_cursor = models.BigIntegerField(default=0)
@@ -195,6 +198,9 @@ class WorkflowInstance(models.Model):
             SetIndex(fields=["schedule_id"], name="dw_instance_schedule"),
             models.Index(fields=["created_at"], name="dw_instance_created"),
             SetIndex(fields=["subject_type", "subject_id"], name="dw_instance_subject"),
+            # A keyed start's turn: its key's latest instance that never ran (runs = 0), by
+            # wake time; also the admin's filter by key. Keyless instances have no entry.
+            SetIndex(fields=["fair_key", "runs", "wake_at"], name="dw_instance_fair"),
         ]
         permissions = [
             ("cancel_workflowinstance", "Can cancel workflow instances"),

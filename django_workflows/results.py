@@ -113,6 +113,8 @@ class InstanceStatus:
     attributes: dict[str, Any] = field(default_factory=dict)
     # The queue it waits in (@workflow(queue=...), start(queue=...)).
     queue: str = "default"
+    # The key it shares the workers with (@workflow(fair_key=...), start(fair_key=...)).
+    fair_key: str | None = None
     # Its streams (ctx.stream(), step.stream()): name to {"items": n, "closed": bool}.
     streams: dict[str, dict[str, Any]] = field(default_factory=dict)
 

@@ -46,6 +46,7 @@ from .display import (
     status_badge,
 )
 from .failures import error_tracebacks, without_tracebacks
+from .fairkeys import FairKeyFilter
 from .forks import ForkAdmin, fork_refusal
 from .queues import QueueFilter
 from .streams import StreamsAdmin
@@ -79,6 +80,7 @@ class WorkflowInstanceAdmin(
         "workflow",
         "version",
         QueueFilter,
+        FairKeyFilter,
         TagFilter,
         TaskFilter,
         "schedule_id",
@@ -142,7 +144,7 @@ class WorkflowInstanceAdmin(
                     ("cancel_requested", "terminate_requested"),
                     "cancel_reason",
                     ("concurrency_key", "rate_limit_key"),
-                    "parked",
+                    ("fair_key", "parked"),
                 ),
             },
         ),
@@ -183,6 +185,7 @@ class WorkflowInstanceAdmin(
         "cancel_reason",
         "concurrency_key",
         "rate_limit_key",
+        "fair_key",
         "parked",
         "task_path",
     )

@@ -39,6 +39,7 @@ _FIELDS = (
     "queue",
     "concurrency_key",
     "rate_limit_key",
+    "fair_key",
     "runs",
     "signal_cursor",
     "deadline",

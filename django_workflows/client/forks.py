@@ -42,7 +42,7 @@ from ..engine import journal, webhooks
 from ..engine.children import CHILD_PREFIX, default_child_id
 from ..engine.registry import registry
 from ..engine.scope import running_step
-from ..engine.starts import _key, check_key, wake_on_commit
+from ..engine.starts import check_key, fair_key_of, limit_key, wake_on_commit
 from ..engine.streams import PREFIX as STREAM_PREFIX
 from ..errors import WorkflowIdConflictError, WorkflowNotFoundError, WorkflowStateError
 from ..events import emit
@@ -299,13 +299,15 @@ def _instance(
         )
     same_input = value == row.input
     concurrency_key = (
-        row.concurrency_key if same_input else _key(definition, "concurrency", None, value)
+        row.concurrency_key if same_input else limit_key(definition, "concurrency", None, value)
     )
     rate_limit_key = (
-        row.rate_limit_key if same_input else _key(definition, "rate_limit", None, value)
+        row.rate_limit_key if same_input else limit_key(definition, "rate_limit", None, value)
     )
+    fair_key = row.fair_key if same_input else fair_key_of(definition, None, value)
     check_key("concurrency_key", concurrency_key, using)
     check_key("rate_limit_key", rate_limit_key, using)
+    check_key("fair_key", fair_key, using)
     timeout = definition.timeout
     return WorkflowInstance(
         id=fork_id,
@@ -319,6 +321,7 @@ def _instance(
         queue=row.queue,
         concurrency_key=concurrency_key,
         rate_limit_key=rate_limit_key,
+        fair_key=fair_key,
         forked_from=row.id,
         # A rerun of what the original did is about the same object.
         subject_type_id=row.subject_type_id,

@@ -66,6 +66,7 @@ def start(
     queue: str | None = None,
     debounce: Duration | None = None,
     debounce_timeout: Duration | None = None,
+    fair_key: str | None = None,
 ) -> StartResult:
     """Start an instance, or find the one with this id and input (`created=False`).
 
@@ -87,6 +88,10 @@ def start(
     it (`created=False`, `debounced=False`), whatever its input. The workflow's
     `@workflow(debounce=...)` applies when the start gives none.
 
+    `fair_key` (the workflow's `@workflow(fair_key=...)` of the input unless given): the key
+    the instance shares the workers with, a tenant's id say. Among due instances of equal
+    priority, claims take the keys in turn: one key's backlog never holds back another's.
+
     Raises WorkflowNotFoundError for an unknown workflow, WorkflowIdConflictError when the id
     exists with another workflow or input, TypeError for an input that is not JSON, ValueError
     for a bad duration (or a debounce without an id), priority, queue, key or id; TypeError or
@@ -104,6 +109,7 @@ def start(
         queue=queue,
         concurrency_key=concurrency_key,
         rate_limit_key=rate_limit_key,
+        fair_key=fair_key,
         tags=tags,
         attributes=attributes,
         subject=subject,
@@ -228,9 +234,10 @@ def list_instances(
     using: str | None = None,
     subject: Any = None,
     queue: str | None = None,
+    fair_key: str | None = None,
 ) -> list[InstanceStatus]:
     """Instances matching every filter, oldest first; a page of them. `queue`: those waiting
-    in (or run from) that queue.
+    in (or run from) that queue. `fair_key`: those of that fair key.
 
     `subject`: those started with `subject=` this saved model instance. `tag`: instances with
     that tag. `attributes`: a dict of conditions on search attributes, each key an attribute
@@ -244,6 +251,7 @@ def list_instances(
     check_lookup("parent_id", parent_id)
     check_lookup("schedule_id", schedule_id)
     check_lookup("queue", queue)
+    check_lookup("fair_key", fair_key)
     check_lookup("The workflow name", workflow)
     conditions = attribute_conditions(attributes) if attributes is not None else None
     statuses = [status] if isinstance(status, str) else list(status) if status else None
@@ -266,6 +274,7 @@ def list_instances(
         tag=tag,
         attributes=conditions,
         queue=queue,
+        fair_key=fair_key,
         limit=limit,
         offset=offset,
     )

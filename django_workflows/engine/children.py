@@ -90,10 +90,12 @@ def start_child(
     tags: Any = None,
     attributes: Any = None,
     queue: str | None = None,
+    fair_key: str | None = None,
 ) -> ChildHandle:
     """Start the child once (a replay gets the same one back) and return its handle; its
     `tags` and search `attributes` are checked as start()'s are. Its queue: `queue`, else its
-    workflow's when that names one, else its parent's."""
+    workflow's when that names one, else its parent's. Its fair key: `fair_key`, else its
+    workflow's of the input when that has a function, else its parent's."""
     x.guards.guard_step("ctx.start_child()")
     if parent_close not in PARENT_CLOSE:
         raise errors.WorkflowDefinitionError(
@@ -114,6 +116,8 @@ def start_child(
     if queue is None:
         named = definition.queue != DEFAULT_QUEUE
         queue = definition.queue if named else x.instance.queue
+    if fair_key is None and definition.fair_key is None:
+        fair_key = x.instance.fair_key
     options = starts.StartOptions(
         id=id,
         timeout=timeout,
@@ -121,6 +125,7 @@ def start_child(
         queue=queue,
         concurrency_key=concurrency_key,
         rate_limit_key=rate_limit_key,
+        fair_key=fair_key,
         tags=tags,
         attributes=attributes,
         parent_id=x.instance.id,

@@ -173,6 +173,7 @@ class WorkflowContext:
         tags: list[str] | None = None,
         attributes: dict[str, Any] | None = None,
         queue: str | None = None,
+        fair_key: str | None = None,
     ) -> ChildHandle:
         """Start a child workflow (once: a replay gets the same child back); its handle.
 
@@ -182,6 +183,8 @@ class WorkflowContext:
         ends or starts compensating: "cancel" (the default), "terminate" or "abandon".
         `tags` and search `attributes`: the child's own, as start() takes them. `queue`: the
         child's queue; by default its workflow's when that names one, else this instance's.
+        `fair_key`: the child's; by default its workflow's fair_key(input) when it has one,
+        else this instance's.
         """
         return children.start_child(
             self._x,
@@ -197,6 +200,7 @@ class WorkflowContext:
             tags=tags,
             attributes=attributes,
             queue=queue,
+            fair_key=fair_key,
         )
 
     def execute_child(self, workflow: Any, input: Any = None, **options: Any) -> Any:

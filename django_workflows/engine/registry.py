@@ -133,6 +133,7 @@ def workflow(
     queue: str = DEFAULT_QUEUE,
     debounce: Duration | None = None,
     debounce_timeout: Duration | None = None,
+    fair_key: Callable[[Any], str | None] | None = None,
 ) -> Callable[[Any], Workflow]:
     """Register a function `(ctx, input)`, or a class with `run(self, ctx, input)`, as a workflow.
 
@@ -141,7 +142,10 @@ def workflow(
     `queue`: the queue its instances go to unless start() names another; workers started with
     `--queue` claim only theirs (TypeError or ValueError for a name that is not a short word).
     `debounce` and `debounce_timeout`: the debounce of every start with an id that gives none
-    (see start(); ValueError for a duration that is not positive)."""
+    (see start(); ValueError for a duration that is not positive). `fair_key`: a function of
+    the input that returns the key its instance shares the workers with (a tenant's id, say),
+    or None for no key; claims take the keys in turn (TypeError for one that is not callable).
+    """
     if callable(name):
         raise TypeError(
             f'@workflow needs the workflow\'s name: use @workflow("name") above '
@@ -157,6 +161,12 @@ def workflow(
     check_queue(queue, f"Workflow {name!r}: queue")
     debounced = check_debounce(debounce, debounce_timeout, f"Workflow {name!r}: ")
     static_tags = tuple(check_tags(tags, f"Workflow {name!r}: tags")) if tags is not None else ()
+    if fair_key is not None and not callable(fair_key):
+        raise TypeError(
+            f"Workflow {name!r}: fair_key must be a function of the input that returns the "
+            f"key, not {fair_key!r}. For one key for every instance, write "
+            f"fair_key=lambda input: {fair_key!r}."
+        )
     for schedule in schedules:
         if not isinstance(schedule, Schedule):
             raise ValueError(
@@ -194,6 +204,7 @@ def workflow(
             queue=queue,
             debounce=debounced[0],
             debounce_timeout=debounced[1],
+            fair_key=fair_key,
             target=target,
         )
         registry.register(definition)

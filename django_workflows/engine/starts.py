@@ -83,7 +83,8 @@ class StartOptions:
     given. `schedule_id` and `scheduled_at`: a schedule's occurrence. `parent_id` and
     `parent_close`: a child's parent and what becomes of the child when the parent ends.
     `wake_at`: the first time a worker may claim it (a Django task's run_after), now unless
-    given. `debounce` and `debounce_timeout`: start()'s, for an instance with an `id` that is
+    given. `fair_key`: the definition's function of the input gives it unless given.
+    `debounce` and `debounce_timeout`: start()'s, for an instance with an `id` that is
     not `repeated` (the definition's own when both are None)."""
 
     id: str | None = None
@@ -92,6 +93,7 @@ class StartOptions:
     queue: str | None = None
     concurrency_key: str | None = None
     rate_limit_key: str | None = None
+    fair_key: str | None = None
     tags: Any = None
     attributes: Any = None
     subject: Any = None
@@ -154,10 +156,12 @@ def new_instance(
         if options.timeout is None
         else parse_duration(options.timeout, "timeout")
     )
-    concurrency_key = _key(definition, "concurrency", options.concurrency_key, value)
-    rate_limit_key = _key(definition, "rate_limit", options.rate_limit_key, value)
+    concurrency_key = limit_key(definition, "concurrency", options.concurrency_key, value)
+    rate_limit_key = limit_key(definition, "rate_limit", options.rate_limit_key, value)
     check_key("concurrency_key", concurrency_key, using)
     check_key("rate_limit_key", rate_limit_key, using)
+    fair_key = fair_key_of(definition, options.fair_key, value)
+    check_key("fair_key", fair_key, using)
     # Last of the checks: its content type lookup may query (a SELECT, before the INSERT).
     subject_type, subject_id = (None, None) if subject is None else subject_key(subject, using)
     check_key("The subject's primary key", subject_id, using)
@@ -180,6 +184,7 @@ def new_instance(
         queue=queue,
         concurrency_key=concurrency_key,
         rate_limit_key=rate_limit_key,
+        fair_key=fair_key,
         schedule_id=schedule_id,
         scheduled_at=options.scheduled_at,
         parent_id=options.parent_id,
@@ -277,7 +282,10 @@ def _debounce(
     return quiet, longest
 
 
-def _key(definition: Workflow, kind: str, given: str | None, input: Any) -> str | None:
+def limit_key(definition: Workflow, kind: str, given: str | None, input: Any) -> str | None:
+    """The key of a start under the workflow's `kind` of limit ("concurrency", "rate_limit"):
+    the given one, else the first keyed limit's key of the input (None without a keyed limit).
+    ValueError for a given key without a keyed limit, TypeError for a key that is not a string."""
     limits = definition.concurrency if kind == "concurrency" else definition.rate_limit
     keyed = [limit for limit in limits if limit.key is not None]
     if given is not None:
@@ -292,6 +300,21 @@ def _key(definition: Workflow, kind: str, given: str | None, input: Any) -> str 
     if key is not None and not isinstance(key, str):
         raise TypeError(
             f"The {kind} key function of workflow {definition.name!r} must return a string."
+        )
+    return key
+
+
+def fair_key_of(definition: Workflow, given: str | None, input: Any) -> str | None:
+    """The fair key of a start: the given one, else the workflow's fair_key(input) (None: no
+    key). TypeError for a key the function gives that is not a string (check_key() checks a
+    given one)."""
+    if given is not None or definition.fair_key is None:
+        return given
+    key = definition.fair_key(input)
+    if key is not None and not isinstance(key, str):
+        raise TypeError(
+            f"The fair_key function of workflow {definition.name!r} must return a string or "
+            f"None, not {type(key).__name__}."
         )
     return key
 
@@ -388,6 +411,7 @@ def instance_status(
         deadline=row.deadline,
         priority=row.priority or None,
         queue=row.queue,
+        fair_key=row.fair_key,
         parent_id=row.parent_id,
         schedule_id=row.schedule_id,
         scheduled_at=row.scheduled_at,

@@ -122,6 +122,7 @@ class Migration(migrations.Migration):
                 ('scheduled_at', models.DateTimeField(blank=True, null=True)),
                 ('concurrency_key', django_workflows.models.KeyField(blank=True, max_length=255, null=True)),
                 ('rate_limit_key', django_workflows.models.KeyField(blank=True, max_length=255, null=True)),
+                ('fair_key', django_workflows.models.KeyField(blank=True, max_length=255, null=True)),
                 ('runs', models.PositiveIntegerField(default=0)),
                 ('signal_cursor', models.BigIntegerField(default=0)),
                 ('lease_token', django_workflows.models.KeyField(blank=True, max_length=255, null=True)),
@@ -272,6 +273,10 @@ class Migration(migrations.Migration):
         migrations.AddIndex(
             model_name='workflowinstance',
             index=django_workflows.indexes.SetIndex(fields=['subject_type', 'subject_id'], name='dw_instance_subject'),
+        ),
+        migrations.AddIndex(
+            model_name='workflowinstance',
+            index=django_workflows.indexes.SetIndex(fields=['fair_key', 'runs', 'wake_at'], name='dw_instance_fair'),
         ),
         migrations.AddIndex(
             model_name='wait',

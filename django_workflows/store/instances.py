@@ -21,7 +21,7 @@ from django.db.models import Case, F, Q, Value, When
 from ..attributes import Condition, Stored
 from ..models import JournalEntry, Status, Wait, WorkflowInstance
 from . import attributes as searchable
-from . import payloads
+from . import fairness, payloads
 from .backends import backend
 from .backends.writes import InstanceWrite as InstanceWrite
 from .backends.writes import Release as Release
@@ -63,6 +63,7 @@ def create_instance(
     with backend(using).write_transaction(savepoint=False):
         backend(using).take_write_lock()
         instance.signal_cursor = last_signal_id(using)
+        fairness.take_turns(using, [instance])
         created = backend(using).insert_ignore(instance)
         if created:
             if tags or attributes:
@@ -129,6 +130,7 @@ def debounce_instance(
             "input": instance.input,
             "concurrency_key": instance.concurrency_key,
             "rate_limit_key": instance.rate_limit_key,
+            "fair_key": instance.fair_key,
             "wake_at": wake_at,
             "parked": False,
             "updated_at": instance.created_at,
@@ -152,6 +154,7 @@ def create_instances(
         instances = [instance for instance, _, _, _ in new]
         for instance in instances:
             instance.signal_cursor = cursor
+        fairness.take_turns(using, instances)
         if backend(using).insert_ignore_many(instances) != len(instances):
             transaction.set_rollback(True, using=using)  # to the savepoint: nothing written
             return False
@@ -210,6 +213,7 @@ def list_instances(
     tag: str | None = None,
     attributes: list[Condition] | None = None,
     queue: str | None = None,
+    fair_key: str | None = None,
     limit: int = 100,
     offset: int = 0,
 ) -> list[WorkflowInstance]:
@@ -230,6 +234,8 @@ def list_instances(
         where &= subject
     if queue is not None:
         where &= Q(queue=queue)
+    if fair_key is not None:
+        where &= Q(fair_key=fair_key)
     return searchable.page(
         using, where, tag=tag, conditions=attributes or [], limit=limit, offset=offset
     )

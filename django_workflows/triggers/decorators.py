@@ -87,6 +87,7 @@ def _start_options(what: str, given: dict[str, Any]) -> tuple[Argument, ...]:
         "priority": lambda value: isinstance(value, int),
         "concurrency_key": lambda value: isinstance(value, str),
         "rate_limit_key": lambda value: isinstance(value, str),
+        "fair_key": lambda value: isinstance(value, str),
         "subject": lambda value: isinstance(value, Model),
         "tags": lambda value: (
             isinstance(value, list | tuple) and all(isinstance(tag, str) for tag in value)
@@ -101,6 +102,7 @@ def _start_options(what: str, given: dict[str, Any]) -> tuple[Argument, ...]:
         "priority": "an integer",
         "concurrency_key": "a string",
         "rate_limit_key": "a string",
+        "fair_key": "a string",
         "subject": "a model instance",
         "tags": "a list of strings",
         "attributes": "a dict with string keys",
@@ -159,6 +161,7 @@ def start_on(
     priority: int | Callable[..., int] | None = None,
     concurrency_key: str | Callable[..., str] | None = None,
     rate_limit_key: str | Callable[..., str] | None = None,
+    fair_key: str | Callable[..., str] | None = None,
     tags: Any = None,
     attributes: Any = None,
     debounce: Duration | Callable[..., Duration] | None = None,
@@ -183,6 +186,7 @@ def start_on(
             "priority": priority,
             "concurrency_key": concurrency_key,
             "rate_limit_key": rate_limit_key,
+            "fair_key": fair_key,
             "tags": tags,
             "attributes": attributes,
             "debounce": debounce,

@@ -106,7 +106,7 @@ def _start(
         resolved = option.resolve(kwargs, where)
         if resolved is None:
             continue
-        if option.name in ("concurrency_key", "rate_limit_key"):
+        if option.name in ("concurrency_key", "rate_limit_key", "fair_key"):
             resolved = _checked(option.name, resolved, where, using)
         elif option.name == "priority":
             with _named(where):

@@ -597,6 +597,18 @@ class Backend:
         queues = rows.order_by("queue").values_list("queue", flat=True).distinct()
         return list(queues[:limit])
 
+    def index_hint(self, index: str) -> str:
+        """What follows a table's name in a hand-written SELECT to read it by `index`: "" where
+        the planner finds the index itself."""
+        return ""
+
+    def listed_fair_keys(self, limit: int) -> list[str]:
+        """Up to `limit` fair keys, sorted, for the admin's filter by key: read from
+        dw_instance_fair, which holds the keyed instances only."""
+        rows = WorkflowInstance.objects.using(self.alias).filter(fair_key__isnull=False)
+        keys = rows.order_by("fair_key").values_list("fair_key", flat=True).distinct()
+        return [key for key in keys[:limit] if key is not None]
+
     # Transactions and statements.
 
     def read_committed_next(self) -> None:
