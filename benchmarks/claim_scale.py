@@ -28,6 +28,11 @@ under `Concurrency(limit=1, key=...)`: the leased instances hold K keys at their
 overdue half of the due instances wait on those keys, the other half each has a key of its own.
 The first claim parks those that wait (store/parking.py): its time is printed apart ("first"),
 and a second run with `--reuse` finds them parked.
+
+With `--fair-keys K`, the due instances share K fair keys, due instance n of key t<n mod K>,
+each at its turn as start() gives it (store/fairness.py): the claims are timed as before, with
+how many keys the first claims took, and then a keyed start's two reads of its turn (the
+line's front and its key's latest), for a key with instances waiting and for a new one.
 """
 
 from __future__ import annotations
@@ -53,6 +58,7 @@ def main() -> None:
     parser.add_argument("--queues", action="store_true", help="due rows in three queues")
     parser.add_argument("--leased", type=int, default=0, help="due instances held by a lease")
     parser.add_argument("--keys-at-limit", type=int, default=0, help="claims under a key limit")
+    parser.add_argument("--fair-keys", type=int, default=0, help="due instances' fair keys")
     parser.add_argument(
         "--reuse", action="store_true", help="keep the tables of the last run (no fill)"
     )
@@ -175,6 +181,8 @@ def main() -> None:
             cursor.execute(f"ANALYZE TABLE {table}")
     if args.keys_at_limit and not args.reuse:
         _key(connection, vendor, table, args.keys_at_limit, args.due)
+    if args.fair_keys and not args.reuse:
+        _fair_keys(connection, vendor, table, args.fair_keys, now)
     if args.drop_queue_index:
         if vendor != "postgres":
             sys.exit("--drop-queue-index: PostgreSQL only (MariaDB's claim names the index).")
@@ -192,6 +200,7 @@ def main() -> None:
         workers += [("queue default", ["default"])]
         workers += [("queues default+gpu", ["default", "gpu"])]
     rules = {"bench": ConcurrencyRule(per_key=1)} if args.keys_at_limit else None
+    keys_taken: set[str] = set()
     for label, queues in workers:
         timings = []
         reads = _index_reads(connection, vendor)
@@ -209,6 +218,7 @@ def main() -> None:
                 concurrency=rules,
             )
             timings.append((time.perf_counter() - t) * 1000)
+            keys_taken.update(i.fair_key for i in claim.instances if i.fair_key)
             assert len(claim.instances) == 10
             assert queues is None or {i.queue for i in claim.instances} <= set(queues)
         first = timings[0]  # under a key's limit, the claim that parks what waits on full keys
@@ -220,6 +230,14 @@ def main() -> None:
             f"{statistics.median(timings):.2f} ms, p95 {p95:.2f} ms, min {timings[0]:.2f} ms, "
             f"max {timings[-1]:.2f} ms, first {first:.2f} ms"
             + (f", {read / args.claims:.0f} index rows read per claim" if read else "")
+        )
+    if args.fair_keys:
+        print(f"fair keys: {len(keys_taken):,} keys in the first {args.claims * 10:,} claimed")
+        _time_turns(connection, now)
+        t = time.perf_counter()
+        keys = backend(connection.alias).listed_fair_keys(100)
+        print(
+            f"the admin's fair key filter: {len(keys)} keys in {(time.perf_counter() - t) * 1000:.2f} ms"
         )
     t = time.perf_counter()
     listed = backend(connection.alias).listed_queues(100)
@@ -249,6 +267,46 @@ def _key(connection: Any, vendor: str, table: str, keys: int, due: int) -> None:
             [due // 2, keys],
         )
         cursor.execute(f"ANALYZE {'' if vendor == 'postgres' else 'TABLE '}{table}")
+
+
+def _fair_keys(connection: Any, vendor: str, table: str, keys: int, now: datetime) -> None:
+    """Fair keys: due instance n has key t<n mod keys>, and the turn start() would have given
+    it: an hour ago, plus a microsecond for each instance of its key before it."""
+    number = (
+        "CAST(SUBSTRING(id FROM 5) AS INTEGER)"
+        if vendor == "postgres"
+        else "CAST(SUBSTRING(id, 5) AS UNSIGNED)"
+    )
+    turn = (
+        f"%s + ({number} / %s) * interval '1 microsecond'"
+        if vendor == "postgres"
+        else f"%s + INTERVAL ({number} DIV %s) MICROSECOND"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table} SET fair_key = CONCAT('t', MOD({number}, %s)), wake_at = {turn} "
+            f"WHERE id LIKE 'due-%%'",
+            [keys, now - timedelta(hours=1), keys],
+        )
+        cursor.execute(f"ANALYZE {'' if vendor == 'postgres' else 'TABLE '}{table}")
+
+
+def _time_turns(connection: Any, now: datetime) -> None:
+    """A keyed start's reads of its turn (store/fairness.py), for a key with instances
+    waiting and a new one: median of 200, in a transaction rolled back."""
+    from django_workflows.models import WorkflowInstance
+    from django_workflows.store import fairness
+
+    for label, key in (("a key with instances waiting", "t7"), ("a new key", "new")):
+        timings = []
+        for _ in range(200):
+            instance = WorkflowInstance(
+                fair_key=key, queue="default", priority=0, wake_at=now, created_at=now
+            )
+            t = time.perf_counter()
+            fairness.take_turns(connection.alias, [instance])
+            timings.append((time.perf_counter() - t) * 1000)
+        print(f"a keyed start's turn, {label}: median {statistics.median(timings):.3f} ms")
 
 
 def _index_reads(connection: Any, vendor: str) -> int:
