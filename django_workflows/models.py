@@ -198,6 +198,8 @@ class WorkflowInstance(models.Model):
             SetIndex(fields=["schedule_id"], name="dw_instance_schedule"),
             models.Index(fields=["created_at"], name="dw_instance_created"),
             SetIndex(fields=["subject_type", "subject_id"], name="dw_instance_subject"),
+            # An instance's forks (its admin page lists them): most instances have none.
+            SetIndex(fields=["forked_from"], name="dw_instance_forked_from"),
             # A keyed start's turn: its key's latest instance that never ran (runs = 0), by
             # wake time; also the admin's filter by key. Keyless instances have no entry.
             SetIndex(fields=["fair_key", "runs", "wake_at"], name="dw_instance_fair"),

@@ -14,6 +14,7 @@ from ..conf import database_alias
 from ..models import Signal
 from ..store import payloads
 from .display import decoded, pretty_json
+from .pages import BoundedPaginator
 from .search import drop_long_search
 
 
@@ -44,11 +45,12 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
 class SignalAdmin(ReadOnlyAdmin):
     list_display = ("id", "name", "key", "dedupe_id", "created_at")
-    list_filter = ("name",)
+    # The creation time by ranges, and a bounded count (pages.py), as the instance list's.
+    list_filter = ("name", ("created_at", admin.DateFieldListFilter))
     search_fields = ("name", "key", "=dedupe_id")
     search_help_text = "Signal name or key (or exact dedupe id)."
-    date_hierarchy = "created_at"
     show_full_result_count = False
+    paginator = BoundedPaginator
     ordering = ("-id",)
     fields = ("id", "name", "key", "dedupe_id", "created_at", "payload_json")
     readonly_fields = fields

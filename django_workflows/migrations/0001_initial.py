@@ -276,6 +276,10 @@ class Migration(migrations.Migration):
         ),
         migrations.AddIndex(
             model_name='workflowinstance',
+            index=django_workflows.indexes.SetIndex(fields=['forked_from'], name='dw_instance_forked_from'),
+        ),
+        migrations.AddIndex(
+            model_name='workflowinstance',
             index=django_workflows.indexes.SetIndex(fields=['fair_key', 'runs', 'wake_at'], name='dw_instance_fair'),
         ),
         migrations.AddIndex(
