@@ -300,6 +300,7 @@ class Worker:
 
     def _serve(self, *, until_idle: bool) -> int:
         database = backend(self.using)
+        database.prepare_worker()
         logger.info(
             "Worker %s runs %s from %s on %s (concurrency %d, poll %s, lease %s%s).",
             self.id,

@@ -155,6 +155,10 @@ class Backend:
         """The system checks of this database (manage.py check --database)."""
         return []
 
+    def prepare_worker(self) -> None:
+        """What a worker process sets on the database at start-up, before its first claim:
+        nothing here (see SQLiteBackend.prepare_worker)."""
+
     def forget_routines(self) -> None:
         """Ask again at the next write whether the database has the store's routines
         (routines.py), once a migration made or dropped them; nothing where it has none."""
