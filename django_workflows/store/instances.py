@@ -89,6 +89,20 @@ def create_instance(
         return found, False
 
 
+def start_alone(using: str, instance: WorkflowInstance) -> tuple[WorkflowInstance, bool]:
+    """create_instance() of an instance with nothing written beside its row (no tags, search
+    attributes, journal entries or fair key), outside any transaction: its INSERT in one
+    statement where the database allows (Backend.start_alone), which wakes the workers of
+    other processes when it inserts. The stored instance (`instance` itself when this call
+    created it, without the signal cursor the database gave it) and whether it did."""
+    if backend(using).start_alone(instance):
+        return instance, True
+    found = WorkflowInstance.objects.using(using).filter(pk=instance.pk).first()
+    if found is None:  # purged since: start it again, as create_instance() would
+        return create_instance(using, instance)
+    return found, False
+
+
 DEBOUNCE_LOCKS = 4096
 """How many locks order the debounced starts (lock_debounced_starts): one per id's hash."""
 

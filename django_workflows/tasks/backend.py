@@ -4,13 +4,13 @@ an instance of the built-in task workflow (tasks/workflow.py), claimed and run b
 
 from __future__ import annotations
 
+import secrets
 from typing import Any
 
 from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
 from django.utils import timezone
-from django.utils.crypto import get_random_string
 from django.utils.module_loading import import_string
 
 from .. import clock
@@ -111,7 +111,7 @@ class WorkflowTaskBackend(BaseTaskBackend):
         path = _importable(task)
         self.retry  # noqa: B018 - ImproperlyConfigured before anything is written
         register()
-        id = get_random_string(32)
+        id = secrets.token_hex(16)  # 32 characters; a tenth of get_random_string(32)'s CPU
         now = clock.now()
         input = {
             TASK_PATH: path,

@@ -47,7 +47,14 @@ from ...models import (
 )
 from .. import payloads
 from .ahead import Take, prepared_field, take_by_case
-from .params import insert_rows_unless_exist, insert_unless_exists, row_values
+from .params import (
+    field_index,
+    insert_head_and_suffix,
+    insert_rows_unless_exist,
+    insert_unless_exists,
+    row_fields,
+    row_values,
+)
 from .schedules import write_by_case
 
 if TYPE_CHECKING:
@@ -387,11 +394,41 @@ class Backend:
             cursor.execute(self._last_signal_sql)
             return int(cursor.fetchone()[0] or 0)
 
+    def start_alone(self, instance: WorkflowInstance) -> bool:
+        """Insert a started instance unless its id exists, outside any transaction, and wake
+        the workers of other processes when it is new; returns whether it inserted. Its signal
+        cursor is the newest signal's id, read by the INSERT itself: one statement, committed
+        on its own, where a transaction took four round trips (BEGIN, the read, the INSERT,
+        COMMIT). PostgreSQL notifies in the same statement; elsewhere notify() counts the
+        wake-up next. For a start with nothing written beside its row (no tags, attributes,
+        journal entries, fair key or debounce): store.instances.start_alone()."""
+        values = row_values(instance, self.connection)
+        del values[self._signal_cursor_index]
+        with self.connection.cursor() as cursor:
+            cursor.execute(self._start_alone_sql, values)
+            created = cursor.rowcount == 1
+        if created:
+            self.notify()
+        return created
+
+    @functools.cached_property
+    def _signal_cursor_index(self) -> int:
+        return field_index(WorkflowInstance, "signal_cursor", self.connection)
+
+    @functools.cached_property
+    def _start_alone_sql(self) -> str:
+        """The instance's INSERT unless its id exists (insert_unless_exists()'s), its signal
+        cursor read by a subquery of the newest signal's id."""
+        head, suffix = insert_head_and_suffix(WorkflowInstance, self.connection)
+        values = ["%s"] * len(row_fields(WorkflowInstance, self.connection))
+        values[self._signal_cursor_index] = f"({self._last_signal_sql})"
+        return f"{head}({', '.join(values)}){suffix}"
+
     @functools.cached_property
     def _last_signal_sql(self) -> str:
         meta = Signal._meta
         name = self.connection.ops.quote_name
-        return f"SELECT MAX({name(str(meta.pk.column))}) FROM {name(meta.db_table)}"
+        return f"SELECT COALESCE(MAX({name(str(meta.pk.column))}), 0) FROM {name(meta.db_table)}"
 
     def write(
         self, id: str, token: str, write: InstanceWrite, ride: Ride | None = None

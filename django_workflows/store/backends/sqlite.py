@@ -97,6 +97,13 @@ class SQLiteBackend(Backend):
         finally:
             self._writer.release()
 
+    def start_alone(self, instance: WorkflowInstance) -> bool:
+        """The INSERT and the wake-up count in one transaction, at this process's turn to
+        write: two commits would each wait for the disk where `synchronous` is FULL."""
+        with self.write_transaction(savepoint=False):
+            self._take_write_lock(self.connection)  # Django 4.2: the lock before a read
+            return super().start_alone(instance)
+
     def check(self) -> list[CheckMessage]:
         """W001: transactions that do not take the write lock at their start. W005: a database
         file not in WAL mode."""
