@@ -12,6 +12,7 @@ do to the body here (super()).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import operator
 import random
@@ -608,6 +609,12 @@ class Backend:
         rows = WorkflowInstance.objects.using(self.alias).filter(fair_key__isnull=False)
         keys = rows.order_by("fair_key").values_list("fair_key", flat=True).distinct()
         return [key for key in keys[:limit] if key is not None]
+
+    def first_rows(self) -> AbstractContextManager[Any]:
+        """A context whose SELECTs are planned for their first rows: an ORDER BY ... LIMIT
+        over a join (a filter's EXISTS) may read its first table in that order and stop at the
+        limit. Nothing here: the planner weighs that by itself."""
+        return contextlib.nullcontext()
 
     # Transactions and statements.
 
