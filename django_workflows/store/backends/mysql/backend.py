@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from django.apps import apps
 from django.core.checks import CheckMessage, Error
 from django.db import router
-from django.db.models import Model
+from django.db.models import Model, QuerySet
 from django.db.models.constants import OnConflict
 
 from ....models import Status, StoreLock, Wait, WorkflowInstance
@@ -295,6 +295,33 @@ class MySQLBackend(Backend):
         with self.connection.cursor() as cursor:
             cursor.execute("SHOW VARIABLES LIKE 'optimizer_join_limit_pref_ratio'")
             return bool(cursor.fetchall())
+
+    def due_ranges(self, rows: QuerySet[Any]) -> QuerySet[Any]:
+        """dw_instance_due holds every instance here (no partial indexes), and MariaDB read the
+        backlog's due instances among all the unfinished ones, by dw_instance_status. With the
+        index's priorities and both parked values given, the due ones are ranges of it
+        (priority, parked, lease_until, wake_at), which the optimizer reads: for 10,000 due
+        among 20,000 unfinished of 1,000,000 instances 277-414 ms against 655-857 ms, most of
+        it reading the rows' pages (their queue, workflow and status; the 128 MB buffer pool
+        did not keep them). The priorities are read by one index dive each, as the claim's."""
+        return rows.filter(priority__in=self._priorities(), parked__in=[False, True])
+
+    def _priorities(self) -> list[int]:
+        """Every priority in dw_instance_due, ascending: one dive each for the next one."""
+        table = WorkflowInstance._meta.db_table
+        found: list[int] = []
+        with self.connection.cursor() as cursor:
+            while True:
+                after = "WHERE priority > %s " if found else ""
+                cursor.execute(
+                    f"SELECT priority FROM {table} FORCE INDEX (dw_instance_due) {after}"
+                    f"ORDER BY priority LIMIT 1",
+                    found[-1:],
+                )
+                row = cursor.fetchone()
+                if row is None:
+                    return found
+                found.append(row[0])
 
     def write(
         self, id: str, token: str, write: InstanceWrite, ride: Ride | None = None
