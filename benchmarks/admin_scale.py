@@ -7,9 +7,9 @@ Re-creates the benchmark database (`workflows_admin`, or BENCH_DB_NAME), migrate
 admin's apps (benchmarks/admin_settings.py) and fills it with SQL (generate_series on
 PostgreSQL, a recursive SELECT on MariaDB and MySQL): N instances `order-00000000`... created
 over a year, of the workflows `bench` and `bench-value`; one in a hundred failed, one in a
-hundred suspended with no wake time, one in a hundred due, the others completed; one in ten
-with a fair key (`t0`...`t999`) and the tag `vip`; one in fifty started by the schedule
-`nightly`. Then `--signals` signals, ANALYZE, and a superuser.
+hundred suspended with no wake time, one in a hundred due (since the year's start), the others
+completed; one in ten with a fair key (`t0`...`t999`) and the tag `vip`, five with the tag
+`rare`; one in fifty started by the schedule `nightly`. Then `--signals` signals, ANALYZE, and a superuser.
 
 Each page is a GET through Django's test client, logged in as that superuser: the whole view,
 its queries and its template. Printed per page: the median and the slowest of `--runs` (after
@@ -24,7 +24,7 @@ import os
 import statistics
 import sys
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -74,10 +74,12 @@ def main() -> None:
         ("one queue", LIST, {"queue": "default"}),
         ("one fair key", LIST, {"fair_key": "t7"}),
         ("one tag", LIST, {"tag": "vip"}),
+        ("a rare tag", LIST, {"tag": "rare"}),
         ("a schedule's", LIST, {"schedule_id__exact": "nightly"}),
         ("search: an id", LIST, {"q": middle}),
         ("search: abc", LIST, {"q": "abc"}),
         ("search: a tag", LIST, {"q": "vip"}),
+        ("search: a rare tag", LIST, {"q": "rare"}),
         (
             "created in June",
             LIST,
@@ -182,10 +184,16 @@ def _fill(connection: Any, vendor: str, instances: int, signals: int) -> None:
     )
     tags = InstanceTag._meta.db_table
     with connection.cursor() as cursor:
-        cursor.execute(fill, [START + timedelta(seconds=YEAR), START, START])
+        cursor.execute(fill, [START, START, START])
         cursor.execute(
             f"INSERT INTO {tags} (instance_id, tag) SELECT id, 'vip' FROM {table} "
             f"WHERE fair_key IS NOT NULL"
+        )
+        rare = [f"order-{n:08d}" for n in range(3, instances, max(instances // 5, 1))][:5]
+        cursor.execute(
+            f"INSERT INTO {tags} (instance_id, tag) SELECT id, 'rare' FROM {table} "
+            f"WHERE id IN ({', '.join(['%s'] * len(rare))})",
+            rare,
         )
         cursor.execute(signal, [START])
         for name in (table, tags, Signal._meta.db_table):

@@ -125,14 +125,15 @@ class Due:
 def backlog(using: str, *, now: datetime) -> list[Due]:
     """The due instances that no worker holds, by queue and workflow version: due now, not
     leased (or their lease lapsed, as a claim takes them), unfinished. One aggregate query,
-    whose wake_at condition is the claim index's."""
+    whose wake_at condition is the claim index's, read by that index (Backend.due_ranges: a few
+    index dives before it where the index is not partial)."""
+    due = WorkflowInstance.objects.using(using).filter(
+        Q(wake_at__lte=now), Q(lease_until__isnull=True) | Q(lease_until__lt=now)
+    )
     rows = (
-        WorkflowInstance.objects.using(using)
-        .filter(
-            Q(wake_at__lte=now),
-            Q(lease_until__isnull=True) | Q(lease_until__lt=now),
-            status__in=UNFINISHED,
-        )
+        backend(using)
+        .due_ranges(due)
+        .filter(status__in=UNFINISHED)
         .order_by()
         .values("queue", "workflow", "version")
         .annotate(count=Count("id"), oldest=Min("wake_at"))

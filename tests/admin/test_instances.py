@@ -212,3 +212,20 @@ def test_a_search_for_a_tag_that_is_also_an_id_finds_both(admin_client, instance
     wf.start("flaky", {}, id="tagged", tags=["vip"])
     response = admin_client.get(CHANGELIST, {"q": "vip"})
     assert sorted(obj.id for obj in response.context["cl"].result_list) == ["tagged", "vip"]
+
+
+def test_a_tag_lists_its_instances_newest_first_page_by_page(admin_client, db, workflow_clock):
+    # More than a page (50) of one tag, and a scarce one: however the database plans a page
+    # (pages.py reads it for its first rows), it lists the tag's instances, the newest first.
+    for n in range(120):
+        tags = (["common"] if n % 2 else []) + (["scarce"] if n in (7, 80) else [])
+        wf.start("flaky", {}, id=f"t-{n:03d}", tags=tags)
+        workflow_clock.advance("1s")
+    common = [f"t-{n:03d}" for n in reversed(range(120)) if n % 2]
+    for query in ({"tag": "common"}, {"q": "common"}, {"q": "tag:common"}):
+        pages = [admin_client.get(CHANGELIST, {**query, "p": p}) for p in ("1", "2")]
+        assert [obj.id for page in pages for obj in page.context["cl"].result_list] == common
+        assert "60 workflow instances" in pages[0].content.decode()
+    for query in ({"tag": "scarce"}, {"q": "scarce"}):
+        response = admin_client.get(CHANGELIST, query)
+        assert [obj.id for obj in response.context["cl"].result_list] == ["t-080", "t-007"]

@@ -9,7 +9,9 @@ import pytest
 from django.db import connection
 
 import django_workflows as wf
+from django_workflows.models import UNFINISHED, Status, WorkflowInstance
 from django_workflows.store import instances as store
+from django_workflows.store import workers as registry
 from django_workflows.worker.health import health
 from tests.workers.helpers import register
 
@@ -110,3 +112,35 @@ def test_the_live_workers_come_first(workflow_clock):
         ("fresh", True),
         ("old", False),
     ]
+
+
+def test_the_backlog_counts_every_priority_parked_and_lapsed_lease_as_a_scan_would(
+    workflow_clock,
+):
+    # Where the claim index is not partial, the backend reads the due rows as ranges of it,
+    # priority by priority: the counts must be those of every instance, checked one by one.
+    now = workflow_clock.now()
+    for n in range(12):
+        wf.start("ops-quick", {}, id=f"p-{n}", priority=[1, 3, 9][n % 3])
+    wf.start("flaky", {}, id="f-1", queue="gpu", priority=7)
+    wf.start("ops-quick", {}, id="done")
+    rows = WorkflowInstance.objects
+    rows.filter(id="done").update(status=Status.COMPLETED)  # finished, its wake time left
+    rows.filter(id="p-1").update(parked=True)
+    rows.filter(id="p-2").update(lease_until=now - timedelta(seconds=1))  # lapsed
+    rows.filter(id="p-3").update(lease_until=now + timedelta(seconds=30))  # held
+    rows.filter(id="p-4").update(wake_at=now + timedelta(seconds=5))  # later
+    rows.filter(id="p-5").update(wake_at=now - timedelta(hours=1))  # the oldest
+    rows.filter(id="p-6").update(wake_at=None, status=Status.SUSPENDED)  # waits, no wake time
+    expected: dict[tuple[str, str, int], list] = {}
+    for row in rows.all():
+        due = row.wake_at is not None and row.wake_at <= now
+        free = row.lease_until is None or row.lease_until < now
+        if due and free and row.status in UNFINISHED:
+            expected.setdefault((row.queue, row.workflow, row.version), []).append(row.wake_at)
+    found = registry.backlog(connection.alias, now=now)
+    assert [(d.queue, d.workflow, d.version, d.count, d.oldest) for d in found] == [
+        (*key, len(wakes), min(wakes)) for key, wakes in sorted(expected.items())
+    ]
+    assert sum(d.count for d in found) == 10  # 13 unfinished, less the held, later and waiting
+    assert found[0].oldest == now - timedelta(hours=1)

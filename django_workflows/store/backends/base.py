@@ -12,6 +12,7 @@ do to the body here (super()).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import operator
 import random
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from django.core.checks import CheckMessage
 from django.db import connections, transaction
-from django.db.models import BooleanField, Case, F, Model, Q, Sum, Value, When
+from django.db.models import BooleanField, Case, F, Model, Q, QuerySet, Sum, Value, When
 from django.db.models.constants import OnConflict
 from django.db.models.expressions import RawSQL
 from django.db.models.fields import AutoFieldMixin
@@ -649,6 +650,18 @@ class Backend:
         rows = WorkflowInstance.objects.using(self.alias).filter(fair_key__isnull=False)
         keys = rows.order_by("fair_key").values_list("fair_key", flat=True).distinct()
         return [key for key in keys[:limit] if key is not None]
+
+    def first_rows(self) -> AbstractContextManager[Any]:
+        """A context whose SELECTs are planned for their first rows: an ORDER BY ... LIMIT
+        over a join (a filter's EXISTS) may read its first table in that order and stop at the
+        limit. Nothing here: the planner weighs that by itself."""
+        return contextlib.nullcontext()
+
+    def due_ranges(self, rows: QuerySet[Any]) -> QuerySet[Any]:
+        """`rows`, a read of the due instances (wake_at <= now, no lease or a lapsed one), with
+        what makes the database read them from the claim index dw_instance_due. Nothing here,
+        where that index is partial: it holds the due instances only."""
+        return rows
 
     # Transactions and statements.
 

@@ -4,14 +4,16 @@ SKIP LOCKED's first version) are read from the server once."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from django.apps import apps
 from django.core.checks import CheckMessage, Error
 from django.db import router
-from django.db.models import Model
+from django.db.models import Model, QuerySet
 from django.db.models.constants import OnConflict
 
 from ....models import Status, StoreLock, Wait, WorkflowInstance
@@ -273,6 +275,54 @@ class MySQLBackend(Backend):
             )
             return [row[0] for row in cursor.fetchall()]
 
+    def first_rows(self) -> AbstractContextManager[Any]:
+        """MariaDB picks a join's order without its LIMIT: for a page of the instances with a
+        tag it read the tag's 100,000 rows first, then sorted their instances (0.93 s at
+        1,000,000 instances, admin_scale.py). With optimizer_join_limit_pref_ratio at 1 (a
+        variable of recent releases: 10.11.19 has it) it weighs reading dw_instance_created
+        backward, each row's tag probed in dw_tag_unique, and takes that when its estimate is
+        the cheaper: 12 ms; a tag of 1,000 rows or fewer is still read first (10 ms). The
+        estimate takes a tag's instances as spread over the list: a tag of 20,000 of the
+        oldest instances took 2.4 s, against 0.1 s by its rows. Set for each SELECT only (SET
+        STATEMENT); without the variable (MySQL, older MariaDB), nothing."""
+        if not self.has_limit_preference:
+            return contextlib.nullcontext()
+        return self.connection.execute_wrapper(_prefer_limit)
+
+    @functools.cached_property
+    def has_limit_preference(self) -> bool:
+        """Whether the server has optimizer_join_limit_pref_ratio (read once)."""
+        with self.connection.cursor() as cursor:
+            cursor.execute("SHOW VARIABLES LIKE 'optimizer_join_limit_pref_ratio'")
+            return bool(cursor.fetchall())
+
+    def due_ranges(self, rows: QuerySet[Any]) -> QuerySet[Any]:
+        """dw_instance_due holds every instance here (no partial indexes), and MariaDB read the
+        backlog's due instances among all the unfinished ones, by dw_instance_status. With the
+        index's priorities and both parked values given, the due ones are ranges of it
+        (priority, parked, lease_until, wake_at), which the optimizer reads: for 10,000 due
+        among 20,000 unfinished of 1,000,000 instances 277-414 ms against 655-857 ms, most of
+        it reading the rows' pages (their queue, workflow and status; the 128 MB buffer pool
+        did not keep them). The priorities are read by one index dive each, as the claim's."""
+        return rows.filter(priority__in=self._priorities(), parked__in=[False, True])
+
+    def _priorities(self) -> list[int]:
+        """Every priority in dw_instance_due, ascending: one dive each for the next one."""
+        table = WorkflowInstance._meta.db_table
+        found: list[int] = []
+        with self.connection.cursor() as cursor:
+            while True:
+                after = "WHERE priority > %s " if found else ""
+                cursor.execute(
+                    f"SELECT priority FROM {table} FORCE INDEX (dw_instance_due) {after}"
+                    f"ORDER BY priority LIMIT 1",
+                    found[-1:],
+                )
+                row = cursor.fetchone()
+                if row is None:
+                    return found
+                found.append(row[0])
+
     def write(
         self, id: str, token: str, write: InstanceWrite, ride: Ride | None = None
     ) -> Written | None:
@@ -364,6 +414,21 @@ class MySQLBackend(Backend):
             if rows
             else 0
         )
+
+
+LIMIT_PREFERENCE = 1
+"""optimizer_join_limit_pref_ratio: take the plan that stops at the LIMIT when its estimate is
+cheaper at all (MariaDB's advice, 100, kept the tag's 0.93 s plan; 10 a 230 ms plan for a tag of
+10,000 rows, against 24 ms)."""
+
+
+def _prefer_limit(
+    execute: Callable[..., Any], sql: str, params: Any, many: bool, context: Any
+) -> Any:
+    """An execute wrapper (first_rows()): each SELECT with LIMIT_PREFERENCE for itself."""
+    if sql.lstrip()[:6].upper() == "SELECT":
+        sql = f"SET STATEMENT optimizer_join_limit_pref_ratio={LIMIT_PREFERENCE} FOR {sql}"
+    return execute(sql, params, many, context)
 
 
 def _lock_row(cursor: Any, name: str, *, shared: bool) -> None:
