@@ -48,14 +48,7 @@ from ...models import (
 )
 from .. import payloads
 from .ahead import Take, prepared_field, take_by_case
-from .params import (
-    field_index,
-    insert_head_and_suffix,
-    insert_rows_unless_exist,
-    insert_unless_exists,
-    row_fields,
-    row_values,
-)
+from .params import insert_rows_unless_exist, insert_unless_exists, insert_with, row_values
 from .schedules import write_by_case
 
 if TYPE_CHECKING:
@@ -397,33 +390,30 @@ class Backend:
 
     def start_alone(self, instance: WorkflowInstance) -> bool:
         """Insert a started instance unless its id exists, outside any transaction, and wake
-        the workers of other processes when it is new; returns whether it inserted. Its signal
-        cursor is the newest signal's id, read by the INSERT itself: one statement, committed
-        on its own, where a transaction took four round trips (BEGIN, the read, the INSERT,
-        COMMIT). PostgreSQL notifies in the same statement; elsewhere notify() counts the
-        wake-up next. For a start with nothing written beside its row (no tags, attributes,
-        journal entries, fair key or debounce): store.instances.start_alone()."""
-        values = row_values(instance, self.connection)
-        del values[self._signal_cursor_index]
+        the workers of other processes when it is new; returns whether it inserted. One
+        statement (started_row()), committed on its own, where a transaction took four round
+        trips; PostgreSQL notifies in it too. For store.instances.start_alone()."""
+        sql, params = self.started_row(instance)
         with self.connection.cursor() as cursor:
-            cursor.execute(self._start_alone_sql, values)
+            cursor.execute(sql, params)
             created = cursor.rowcount == 1
         if created:
             self.notify()
         return created
 
-    @functools.cached_property
-    def _signal_cursor_index(self) -> int:
-        return field_index(WorkflowInstance, "signal_cursor", self.connection)
+    def started_row(self, instance: WorkflowInstance) -> tuple[str, list[Any]]:
+        """start_alone()'s INSERT of `instance` unless its id exists, and its parameters: its
+        signal cursor is the newest signal's id, read by a subquery."""
+        sql, cursor_index = self._started_sql
+        params = row_values(instance, self.connection)
+        del params[cursor_index]
+        return sql, params
 
     @functools.cached_property
-    def _start_alone_sql(self) -> str:
-        """The instance's INSERT unless its id exists (insert_unless_exists()'s), its signal
-        cursor read by a subquery of the newest signal's id."""
-        head, suffix = insert_head_and_suffix(WorkflowInstance, self.connection)
-        values = ["%s"] * len(row_fields(WorkflowInstance, self.connection))
-        values[self._signal_cursor_index] = f"({self._last_signal_sql})"
-        return f"{head}({', '.join(values)}){suffix}"
+    def _started_sql(self) -> tuple[str, int]:
+        return insert_with(
+            WorkflowInstance, "signal_cursor", f"({self._last_signal_sql})", self.connection
+        )
 
     @functools.cached_property
     def _last_signal_sql(self) -> str:

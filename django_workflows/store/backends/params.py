@@ -104,6 +104,17 @@ def field_index(model: type[Model], name: str, connection: Any) -> int:
     return [field.name for field in row_fields(model, connection)].index(name)
 
 
+def insert_with(model: type[Model], name: str, expression: str, connection: Any) -> tuple[str, int]:
+    """insert_unless_exists()'s statement for one row of `model` (its primary key set), with
+    the SQL `expression` in place of field `name`'s parameter; and where that parameter is in a
+    row_values() row, which the caller leaves out."""
+    head, _, suffix, _, fields = _insert(connection, model, False)
+    index = field_index(model, name, connection)
+    values = ["%s"] * len(fields)
+    values[index] = expression
+    return f"{head}({', '.join(values)}){suffix}", index
+
+
 def insert_rows_unless_exist(
     model: type[Model], rows: list[list[Any]], connection: Any, auto_pk_unset: bool = False
 ) -> int:

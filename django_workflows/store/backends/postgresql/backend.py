@@ -3,7 +3,6 @@ holder's write each as one statement."""
 
 from __future__ import annotations
 
-import functools
 import logging
 import threading
 from collections.abc import Callable, Sequence
@@ -32,7 +31,6 @@ from ....models import (
 from .. import driver
 from ..ahead import Take
 from ..base import ENDED_CHANNEL, NOTIFY_CHANNEL, Backend, Written, insert_rows
-from ..params import row_values
 from ..rows import InstanceRows
 from ..writes import (
     UNSET,
@@ -170,18 +168,13 @@ class PostgreSQLBackend(Backend):
 
     def start_alone(self, instance: WorkflowInstance) -> bool:
         """The INSERT and, when it inserted, its pg_notify(), in one statement."""
-        values = row_values(instance, self.connection)
-        del values[self._signal_cursor_index]
+        sql, params = self.started_row(instance)
         with self.connection.cursor() as cursor:
-            cursor.execute(self._start_alone_notify_sql, [*values, NOTIFY_CHANNEL])
+            cursor.execute(
+                f"WITH started AS ({sql} RETURNING 1) SELECT pg_notify(%s, '') FROM started",
+                [*params, NOTIFY_CHANNEL],
+            )
             return cursor.fetchone() is not None
-
-    @functools.cached_property
-    def _start_alone_notify_sql(self) -> str:
-        return (
-            f"WITH started AS ({self._start_alone_sql} RETURNING 1) "
-            f"SELECT pg_notify(%s, '') FROM started"
-        )
 
     def notify(self) -> None:
         # Through libpq, as the writes: a cursor's machinery was a tenth of a start()'s CPU.
