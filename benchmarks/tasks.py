@@ -60,7 +60,7 @@ BACKENDS: dict[str, tuple[str, str, list[str]]] = {
     "workflows": (
         "WorkflowTaskBackend",
         "django_workflows",
-        ["runworkflows", "--once", "--no-reload", "--concurrency", "{c}"],
+        ["runworkflows", "--once", "--concurrency", "{c}"],
     ),
     "tasks-db": ("django-tasks-db", "django_tasks_db", ["db_worker", "--batch"]),
     "dj-queue": ("dj-queue", "dj_queue", ["dj_queue"]),
