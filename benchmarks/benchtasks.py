@@ -1,8 +1,9 @@
-"""The no-op tasks benchmarks/tasks.py enqueues: one per backend, at module level, where both
-backends' workers import them."""
+"""The tasks benchmarks/tasks.py enqueues, on whichever backend is `default`
+(benchmarks/task_settings.py): a no-op, and one that inserts three rows."""
 
 from __future__ import annotations
 
+from benchmarks.benchapp.models import BenchRow
 from django_workflows.tasks.compat import task
 
 
@@ -11,6 +12,7 @@ def noop() -> None:
     return None
 
 
-@task(backend="db")
-def db_noop() -> None:
-    return None
+@task
+def insert3() -> None:
+    for value in range(3):
+        BenchRow.objects.create(value=value)

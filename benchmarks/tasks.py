@@ -1,129 +1,346 @@
-"""2,000 no-op Django tasks drained by one worker process, on WorkflowTaskBackend and on the
-django-tasks-db backend, side by side on the same database.
+"""Django tasks enqueued and drained by WorkflowTaskBackend and by other Django Tasks backends,
+one backend at a time, in the same Django project (benchmarks/task_settings.py).
 
-    pip install django-tasks-db   # benchmark-only: the backend compared against
-    python benchmarks/tasks.py --db postgres [--tasks 2000] [--concurrency 1 10]
+The peers and the Django they are compared under are pinned in benchmarks/tasks-peers.txt, a
+virtualenv of their own (Django 6 needs Python 3.12 or later):
 
-Drops, re-creates and migrates the benchmark database (benchmarks/task_settings.py;
-BENCH_DB_NAME names it). For each round: enqueue the tasks (not timed), then start one worker
-process and time it until it exits with every task done: `runworkflows --once` (once for each
---concurrency) for WorkflowTaskBackend, `db_worker --batch --interval 0` for django-tasks-db
-(which runs one task at a time). Two figures each: the process's wall time (its start-up
-included) and the drain, from the first task's start to the last one's finish as the results
-record them. Rates are tasks per second.
+    python3.13 benchmarks/tasks.py --make-venv .venv-tasks
+    # the same as: python3.13 -m venv .venv-tasks &&
+    #   .venv-tasks/bin/pip install -r benchmarks/tasks-peers.txt -e ".[postgres]"
+    .venv-tasks/bin/python benchmarks/tasks.py --db postgres sqlite [--tasks 2000]
 
-Figures are printed; nothing is asserted.
+Backends (`--backends`, all by default), each the `default` alias as its README configures it,
+drained by its own worker command at its defaults, with 10 threads (`--concurrency`) where it
+has them:
+
+    workflows  WorkflowTaskBackend   runworkflows --once --concurrency 10
+    tasks-db   django-tasks-db       db_worker --batch (one task at a time)
+    dj-queue   dj-queue              dj_queue (OPTIONS workers: [{"threads": 10}])
+    ox         django-ox             ox_worker --concurrency 10 --batch
+
+For each backend, each database and each task kind (`noop`, and `insert3`: three ORM inserts
+into benchmarks.benchapp's BenchRow), in a process of its own: drop, re-create and migrate the
+database (BENCH_DB_NAME, default `workflows_tasks`; a file in the temp dir on SQLite, with the
+documented set-up unless BENCH_SQLITE_DEFAULTS=1), time N `enqueue()` calls from one thread
+(calls/s, and `time.thread_time()` per call), then start the worker process and time the drain:
+from the first task's start to the last one's finish as the results record them. dj-queue's
+results keep no start, so its drain starts at its first claim: the script polls its ready and
+claimed executions every 5 ms until the worker claims, and takes the earlier of that poll and the
+oldest claim still held then. Either way the worker's start-up is left out.
+A worker that does not exit when the queue is empty (dj-queue) is stopped with SIGTERM once every
+task has finished.
+
+Prints each round, then a table of enqueue/s (both kinds' calls) and drain/s per database, and
+ours divided by each peer's per cell. A backend that is not installed or fails on a database
+shows why in place of its figures. Nothing is asserted.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import signal
 import subprocess
 import sys
+import tempfile
 import time
+import venv
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+PINS = ROOT / "benchmarks" / "tasks-peers.txt"
 SETTINGS = "benchmarks.task_settings"
+KINDS = {"noop": "no-op", "insert3": "3 inserts"}
+DATABASES = {"postgres": "PG", "sqlite": "SQLite"}
+
+# name: (what the table calls it, the module it needs, its worker's command; {c} the threads)
+BACKENDS: dict[str, tuple[str, str, list[str]]] = {
+    "workflows": (
+        "WorkflowTaskBackend",
+        "django_workflows",
+        ["runworkflows", "--once", "--concurrency", "{c}"],
+    ),
+    "tasks-db": ("django-tasks-db", "django_tasks_db", ["db_worker", "--batch"]),
+    "dj-queue": ("dj-queue", "dj_queue", ["dj_queue"]),
+    "ox": ("django-ox", "django_ox", ["ox_worker", "--concurrency", "{c}", "--batch"]),
+}
+OURS = "workflows"
 
 
-def worker(command: list[str], env: dict[str, str]) -> float:
-    """Run one worker process to its end; its wall time in seconds."""
-    started = time.monotonic()
-    subprocess.run([sys.executable, "-m", "django", *command], env=env, check=True, cwd=str(ROOT))
-    return time.monotonic() - started
-
-
-def rate(count: int, seconds: float) -> str:
-    return f"{count / seconds:8.0f}/s" if seconds > 0 else "       -"
-
-
-def round_workflows(count: int, concurrency: int, env: dict[str, str]) -> tuple[float, float]:
-    from benchmarks.benchtasks import noop
-    from django_workflows.models import WorkflowInstance
-    from django_workflows.tasks.names import TASK_WORKFLOW
-
-    WorkflowInstance.objects.filter(workflow=TASK_WORKFLOW).delete()
-    ids = [noop.enqueue().id for _ in range(count)]
-    wall = worker(["runworkflows", "--once", "--no-reload", "--concurrency", str(concurrency)], env)
-    results = [noop.get_result(id) for id in ids]
-    undone = [r.id for r in results if r.status != "SUCCESSFUL"]
-    if undone:
-        raise SystemExit(f"runworkflows left {len(undone)} task(s) unfinished.")
-    drain = max(r.finished_at for r in results) - min(r.started_at for r in results)
-    return wall, drain.total_seconds()
-
-
-def round_db(count: int, env: dict[str, str]) -> tuple[float, float]:
-    from django.db.models import Max, Min
-    from django_tasks_db.models import DBTaskResult
-
-    from benchmarks.benchtasks import db_noop
-
-    DBTaskResult.objects.all().delete()
-    for _ in range(count):
-        db_noop.enqueue()
-    wall = worker(
-        [
-            "db_worker",
-            "--batch",
-            "--interval",
-            "0",
-            "--no-startup-delay",
-            "--backend",
-            "db",
-            "-v",
-            "0",
-        ],
-        env,
+def make_venv(path: Path) -> None:
+    """A virtualenv at `path` with this checkout, psycopg and the pinned peers."""
+    venv.create(path, with_pip=True)
+    python = str(path / "bin" / "python")
+    subprocess.run(
+        [python, "-m", "pip", "install", "-r", str(PINS), "-e", f"{ROOT}[postgres]"], check=True
     )
-    rows: Any = DBTaskResult.objects.all()
-    if rows.exclude(status="SUCCESSFUL").exists():
-        raise SystemExit("db_worker left tasks unfinished.")
-    span = rows.aggregate(first=Min("started_at"), last=Max("finished_at"))
-    return wall, (span["last"] - span["first"]).total_seconds()
+    print(f"made {path}: run {python} benchmarks/tasks.py")
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--db", choices=["sqlite", "postgres", "mysql"], default="postgres")
-    parser.add_argument("--tasks", type=int, default=2000)
-    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 10])
-    args = parser.parse_args(argv)
+# --- one round, in a process of its own -------------------------------------------------------
+
+
+def one_round(
+    backend: str, kind: str, db: str, count: int, concurrency: int, timeout: float
+) -> dict:
+    """Enqueue `count` tasks of `kind` on a fresh database, drain them with the backend's
+    worker; what `main()` prints."""
     env = {
-        **os.environ,
-        "DB": args.db,
+        "DB": db,
         "DJANGO_SETTINGS_MODULE": SETTINGS,
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+        "BENCH_TASKS": backend,
+        "BENCH_THREADS": str(concurrency),
     }
-    os.environ.update(DB=args.db, DJANGO_SETTINGS_MODULE=SETTINGS)
+    os.environ.update(env)
     sys.path.insert(0, str(ROOT))
 
     import django
     from django.conf import settings
+    from django.core.management import call_command
+    from django.db import connections
 
     from benchmarks.run import recreate_database
 
     settings.DATABASES  # noqa: B018 - load the settings before django.setup()
-    recreate_database(args.db)
+    recreate_database(db)
     django.setup()
-    from django.core.management import call_command
-
     call_command("migrate", verbosity=0)
-    print(f"database: {args.db} {settings.DATABASES['default']['NAME']}, {args.tasks} no-op tasks")
-    print(f"{'worker':44} {'wall':>8} {'rate':>10} {'drain':>8} {'rate':>10}")
-    rows = [
-        (f"runworkflows --once --concurrency {n}", round_workflows(args.tasks, n, env))
-        for n in args.concurrency
-    ]
-    rows.append(("db_worker --batch (django-tasks-db)", round_db(args.tasks, env)))
-    for name, (wall, drain) in rows:
-        print(
-            f"{name:44} {wall:7.2f}s {rate(args.tasks, wall)} {drain:7.2f}s "
-            f"{rate(args.tasks, drain)}"
+
+    from benchmarks import benchtasks
+    from benchmarks.benchapp.models import BenchRow
+
+    task = getattr(benchtasks, kind)
+    wall, cpu = time.perf_counter(), time.thread_time()
+    ids = [task.enqueue().id for _ in range(count)]
+    wall, cpu = time.perf_counter() - wall, time.thread_time() - cpu
+    connections.close_all()
+
+    command = [part.format(c=concurrency) for part in BACKENDS[backend][2]]
+    worker_env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    }
+    with tempfile.TemporaryFile("w+") as log:
+        started = time.monotonic()
+        process = subprocess.Popen(
+            [sys.executable, "-m", "django", *command],
+            env=worker_env,
+            cwd=str(ROOT),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
+        try:
+            claimed = _run_worker(backend, process, count, started + timeout)
+        finally:
+            _stop(process)
+        worker_wall = time.monotonic() - started
+        log.seek(0)
+        output = log.read()
+
+    results = [task.get_result(id) for id in ids]
+    done = [r for r in results if r.status == "SUCCESSFUL"]
+    if len(done) < count:
+        tail = " | ".join(output.strip().splitlines()[-3:])
+        raise SystemExit(
+            f"{len(done)} of {count} tasks successful after {worker_wall:.1f} s "
+            f"(worker exit {process.returncode}): {tail}"
+        )
+    if kind == "insert3" and BenchRow.objects.count() != 3 * count:
+        raise SystemExit(f"{BenchRow.objects.count()} rows inserted, not {3 * count}")
+    starts = [r.started_at for r in results if r.started_at is not None]
+    first = min(starts) if len(starts) == count else claimed
+    if first is None:
+        raise SystemExit("the results record no start, and no claim was seen")
+    drain = (max(r.finished_at for r in results) - first).total_seconds()
+    first_end = (min(r.finished_at for r in results) - first).total_seconds()
+    return {
+        "enqueue_wall": wall,
+        "enqueue_cpu": cpu,
+        "drain": drain,
+        "from": "results" if len(starts) == count else "first claim seen",
+        "first_end": first_end,
+        "worker_wall": worker_wall,
+    }
+
+
+def _run_worker(backend: str, process: subprocess.Popen, count: int, deadline: float) -> Any:
+    """Wait for the worker to exit, or (dj-queue, which does not) for every task to finish;
+    where the results record no start (dj-queue), the first claim, else None."""
+    if backend != "dj-queue":
+        try:
+            process.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            pass
+        return None
+    from dj_queue.models import ClaimedExecution, Job, ReadyExecution
+    from django.db.models import Min
+    from django.utils import timezone
+
+    # Every 5 ms until the worker has claimed (its start-up), then every 0.2 s. The first
+    # claim is the earlier of this poll and the oldest claim still held then, both after it.
+    first = None
+    while time.monotonic() < deadline and process.poll() is None:
+        if first is None:
+            seen = timezone.now()
+            if ReadyExecution.objects.count() < count:
+                held = ClaimedExecution.objects.aggregate(first=Min("created_at"))["first"]
+                first = min(filter(None, [seen, held]))
+            time.sleep(0.005)
+            continue
+        if Job.objects.filter(finished_at__isnull=False).count() >= count:
+            break
+        time.sleep(0.2)
+    return first
+
+
+def _stop(process: subprocess.Popen) -> None:
+    """SIGTERM (a graceful stop, for every worker here), then SIGKILL to its process group."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            pass
+    try:
+        os.killpg(process.pid, signal.SIGKILL)  # forked children (dj-queue's supervisor)
+    except ProcessLookupError:
+        pass
+    process.wait()
+
+
+# --- the whole run ------------------------------------------------------------------------------
+
+
+def run_round(args: argparse.Namespace, backend: str, kind: str, db: str) -> dict | str:
+    """One round in a child process: its figures, or why there are none."""
+    command = [sys.executable, __file__, "--round", backend, kind, "--db", db]
+    command += ["--tasks", str(args.tasks), "--concurrency", str(args.concurrency)]
+    command += ["--timeout", str(args.timeout)]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=str(ROOT))
+    lines = done.stdout.strip().splitlines()
+    if done.returncode == 0 and lines:
+        return json.loads(lines[-1])
+    why = (done.stderr.strip().splitlines() or ["no output"])[-1]
+    return why[:200]
+
+
+def rate(count: int, seconds: float) -> float:
+    return count / seconds if seconds > 0 else float("nan")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--db", nargs="+", choices=list(DATABASES), default=["postgres"])
+    parser.add_argument("--tasks", type=int, default=2000)
+    parser.add_argument("--backends", nargs="+", choices=list(BACKENDS), default=list(BACKENDS))
+    parser.add_argument("--concurrency", type=int, default=10, help="the threads of a worker")
+    parser.add_argument("--timeout", type=float, default=600, help="seconds for one drain")
+    parser.add_argument("--make-venv", type=Path, metavar="PATH")
+    parser.add_argument("--round", nargs=2, metavar=("BACKEND", "KIND"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.make_venv:
+        make_venv(args.make_venv)
+        return
+    os.environ.setdefault("BENCH_DB_NAME", "workflows_tasks")
+    if args.round:
+        backend, kind = args.round
+        figures = one_round(backend, kind, args.db[0], args.tasks, args.concurrency, args.timeout)
+        print(json.dumps(figures))
+        return
+
+    import importlib.metadata
+    import importlib.util
+
+    def version(name: str) -> str:
+        try:
+            return importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            return "not installed"
+
+    print(
+        f"{args.tasks} tasks a round; Django {version('django')}, django-tasks-db "
+        f"{version('django-tasks-db')}, dj-queue {version('dj-queue')}, django-ox "
+        f"{version('django-ox')}; {os.getloadavg()[0]:.2f} load"
+    )
+    figures: dict[tuple[str, str, str], dict | str] = {}
+    for backend in args.backends:
+        installed = importlib.util.find_spec(BACKENDS[backend][1]) is not None
+        for db in args.db:
+            for kind in KINDS:
+                key = (backend, db, kind)
+                if not installed:
+                    figures[key] = f"not installed (pip install -r {PINS.relative_to(ROOT)})"
+                    continue
+                figures[key] = found = run_round(args, backend, kind, db)
+                if isinstance(found, str):
+                    print(f"{backend:10} {db:8} {kind:8} failed: {found}", flush=True)
+                    continue
+                print(
+                    f"{backend:10} {db:8} {kind:8} enqueue {rate(args.tasks, found['enqueue_wall']):6.0f}/s "
+                    f"{found['enqueue_cpu'] / args.tasks * 1000:.3f} ms CPU/call; drain "
+                    f"{found['drain']:6.2f} s {rate(args.tasks, found['drain']):6.0f}/s "
+                    f"(from {found['from']}, first end +{found['first_end'] * 1000:.0f} ms); "
+                    f"worker {found['worker_wall']:.1f} s; "
+                    f"load {os.getloadavg()[0]:.2f}",
+                    flush=True,
+                )
+    print_tables(args, figures)
+
+
+def cells(args: argparse.Namespace, figures: dict, backend: str) -> list[float | str]:
+    """A backend's row: per database, enqueue/s over both kinds' calls, then drain/s per kind."""
+    row: list[float | str] = []
+    for db in args.db:
+        rounds = [figures[(backend, db, kind)] for kind in KINDS]
+        failed = next((r for r in rounds if isinstance(r, str)), None)
+        row.append(
+            failed
+            if failed
+            else rate(args.tasks * len(rounds), sum(r["enqueue_wall"] for r in rounds))
+        )
+        row += [
+            r if isinstance(r, str) else rate(args.tasks, r["drain"])
+            for r in (figures[(backend, db, kind)] for kind in KINDS)
+        ]
+    return row
+
+
+def print_tables(args: argparse.Namespace, figures: dict) -> None:
+    heads = []
+    for db in args.db:
+        name = DATABASES[db]
+        heads += [f"enqueue/s {name}", *(f"drain/s {name} {label}" for label in KINDS.values())]
+    rows = {backend: cells(args, figures, backend) for backend in args.backends}
+    notes: dict[str, int] = {}
+
+    def show(value: float | str) -> str:
+        if isinstance(value, str):
+            return f"[{notes.setdefault(value, len(notes) + 1)}]"
+        return f"{value:.0f}"
+
+    print("\n| backend | " + " | ".join(heads) + " |")
+    print("| --- |" + " --- |" * len(heads))
+    for backend, row in rows.items():
+        print(f"| {BACKENDS[backend][0]} | " + " | ".join(show(v) for v in row) + " |")
+    if OURS in rows and len(rows) > 1:
+        print(f"\n{BACKENDS[OURS][0]} divided by each peer:\n")
+        print("| peer | " + " | ".join(heads) + " |")
+        print("| --- |" + " --- |" * len(heads))
+        for backend, row in rows.items():
+            if backend == OURS:
+                continue
+            ratios = [
+                f"{ours / theirs:.2f}×"
+                if isinstance(ours, float) and isinstance(theirs, float)
+                else "-"
+                for ours, theirs in zip(rows[OURS], row, strict=True)
+            ]
+            print(f"| {BACKENDS[backend][0]} | " + " | ".join(ratios) + " |")
+    for note, number in notes.items():
+        print(f"[{number}] {note}")
 
 
 if __name__ == "__main__":
