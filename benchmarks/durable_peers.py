@@ -11,11 +11,12 @@ dependencies. Ours runs in the same virtualenv, this checkout installed with `pi
 is DB_HOST/DB_PORT/DB_USER/DB_PASSWORD (127.0.0.1:5432, `workflows`/`workflows`); the user must
 be able to CREATE DATABASE.
 
-One system at a time (`--systems`, default all), each in a child process of this script on a
-database of its own that is dropped and created first (`dpeer_ours3`, `dpeer_ours1`,
-`dpeer_dbos`, `dpeer_absurd`, `dpeer_procrastinate`); a table of the rates, the transactions
-and our ratios (ours three-step / DBOS and / django-absurd, ours one-step / Procrastinate) ends
-the output:
+One system at a time (`--systems`, default all, each of ours just before the peers it is
+compared with, so that a change in the machine's load falls on both less often), each in a child
+process of this script on a database of its own that is dropped and created first
+(`dpeer_ours3`, `dpeer_ours1`, `dpeer_dbos`, `dpeer_absurd`, `dpeer_procrastinate`); a table of
+the rates, the transactions, the load average before each, and our ratios (ours three-step /
+DBOS and / django-absurd, ours one-step / Procrastinate) ends the output:
 
 - ours, three steps and one step: N instances of `bench` (benchmarks/benchapp/workflows.py, K
   trivial steps each returning a small dict), started one `start()` after another, drained by
@@ -63,7 +64,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-SYSTEMS = ["ours3", "ours1", "dbos", "dbos-default", "absurd", "procrastinate"]
+# each of ours next to the peers it is compared with, the slow one (about 10/s) last
+SYSTEMS = ["ours3", "dbos-default", "absurd", "ours1", "procrastinate", "dbos"]
 CONCURRENCY = 10
 LABELS = {
     "ours3": "django-durable-workflows, three steps",
@@ -418,16 +420,18 @@ def run_child(system: str, args: argparse.Namespace) -> dict[str, Any] | None:
     command = [sys.executable, str(Path(__file__).resolve()), "--child", system]
     command += ["--workflows", str(args.workflows), "--timeout", str(args.timeout)]
     began = time.perf_counter()
+    load = os.getloadavg()[0]
     process = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
     lines = [line for line in process.stdout.splitlines() if line.startswith("RESULT ")]
     if process.returncode or not lines:
         print(f"{system}: failed ({process.returncode})\n{process.stderr[-3000:]}", flush=True)
         return None
     figures: dict[str, Any] = json.loads(lines[-1][len("RESULT ") :])
+    figures["load"] = load
     print(
         f"{LABELS[system]}: {figures['workflows']} in {figures['window']:.2f}s = "
         f"{figures['rate']:.0f}/s, {figures['transactions']:.2f} transactions each "
-        f"({time.perf_counter() - began:.0f}s in all)",
+        f"({time.perf_counter() - began:.0f}s in all, load {load:.2f} before it)",
         flush=True,
     )
     return figures
@@ -458,16 +462,16 @@ def main(argv: list[str] | None = None) -> None:
     )
     results = {system: run_child(system, args) for system in args.systems}
     print()
-    print("| system | workflows/s | transactions/workflow | window (s) |")
-    print("| --- | --- | --- | --- |")
+    print("| system | workflows/s | transactions/workflow | window (s) | load before it |")
+    print("| --- | --- | --- | --- | --- |")
     for system, figures in results.items():
         if figures:
             print(
                 f"| {LABELS[system]} | {figures['rate']:.0f} | {figures['transactions']:.2f} | "
-                f"{figures['window']:.2f} |"
+                f"{figures['window']:.2f} | {figures['load']:.2f} |"
             )
         else:
-            print(f"| {LABELS[system]} | failed | | |")
+            print(f"| {LABELS[system]} | failed | | | |")
     print()
     pairs = [("ours3", "dbos"), ("ours3", "dbos-default"), ("ours3", "absurd")]
     for ours, peer in [*pairs, ("ours1", "procrastinate")]:
