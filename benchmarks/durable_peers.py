@@ -82,6 +82,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--workflows", type=int, default=2000, help="N per system")
     parser.add_argument("--systems", nargs="+", choices=SYSTEMS, default=SYSTEMS)
     parser.add_argument("--timeout", type=float, default=600, help="give up a drain after (s)")
+    parser.add_argument(
+        "--pause",
+        type=float,
+        default=15,
+        help="seconds of rest before each system, so that the load printed is not the last one's",
+    )
     parser.add_argument("--child", choices=SYSTEMS, help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
@@ -460,7 +466,10 @@ def main(argv: list[str] | None = None) -> None:
         f"concurrency {CONCURRENCY}",
         flush=True,
     )
-    results = {system: run_child(system, args) for system in args.systems}
+    results = {}
+    for system in args.systems:
+        time.sleep(args.pause)
+        results[system] = run_child(system, args)
     print()
     print("| system | workflows/s | transactions/workflow | window (s) | load before it |")
     print("| --- | --- | --- | --- | --- |")
