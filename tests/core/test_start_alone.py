@@ -27,6 +27,8 @@ def statements(call) -> list[str]:
 def test_a_start_outside_a_transaction_is_one_round_trip_on_postgresql():
     wf.start(fulfil_order, order(), id="order-first")  # the wake-up counter's row, and such
     sent = statements(lambda: wf.start(fulfil_order, order(), id="order-alone"))
+    # SQLite under Django 4.2: the store takes the write lock itself before it reads.
+    sent = [sql for sql in sent if sql != "UPDATE django_workflows_storelock"]
     expected = {
         "postgresql": ["WITH started"],  # the INSERT and its pg_notify()
         "mysql": ["INSERT IGNORE", "UPDATE `django_workflows_wakeupcounter`"],
