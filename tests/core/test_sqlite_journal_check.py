@@ -110,8 +110,10 @@ def test_the_worker_switches_a_file_in_the_default_rollback_journal_to_wal(sqlit
 
 
 def test_the_worker_leaves_a_journal_mode_somebody_chose(sqlite_file, tmp_path, caplog):
-    # Only WAL is kept in the file; another mode is a connection's, from its init_command.
-    database = sqlite_file("delete", options={"init_command": "PRAGMA journal_mode=TRUNCATE"})
+    # Only WAL is kept in the file; another mode is a connection's (its init_command's).
+    database = sqlite_file("delete")
+    with database.connection.cursor() as cursor:
+        cursor.execute("PRAGMA journal_mode=TRUNCATE")
     database.prepare_worker()
     with database.connection.cursor() as cursor:
         cursor.execute("PRAGMA journal_mode")

@@ -9,10 +9,12 @@ from django.db.backends.signals import connection_created
 
 def sqlite_pragmas(sender: Any, connection: Any, **kwargs: Any) -> None:
     """Django 4.2 has no OPTIONS["init_command"] for SQLite: run the tests' pragmas here, on
-    the databases of the tests' settings (not on a file a test opens in a mode of its own)."""
-    from django.conf import settings
+    the database files of the tests' settings (not on a file a test opens in a mode of its own,
+    nor on the project of Django's defaults a test makes in a settings module of its own)."""
+    from tests import settings
 
-    if connection.vendor == "sqlite" and connection.alias in settings.DATABASES:
+    files = {database["NAME"] for database in settings.DATABASES.values()}
+    if connection.vendor == "sqlite" and connection.settings_dict["NAME"] in files:
         from tests.settings import SQLITE_PRAGMAS
 
         with connection.cursor() as cursor:
