@@ -1,6 +1,7 @@
 """A start outside any transaction, with nothing written beside its row: one statement on
 PostgreSQL (its INSERT reads the newest signal's id and notifies the other processes), the
-INSERT and the wake-up count elsewhere; the same results as a start in a transaction."""
+INSERT and the wake-up count elsewhere (one round trip on MariaDB); the same results as a start
+in a transaction."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 import django_workflows as wf
-from django_workflows.models import Signal, WorkflowInstance
+from django_workflows.models import Signal, WakeupCounter, WorkflowInstance
 from tests.core.helpers import order
 from tests.testapp.workflows import fulfil_order
 
@@ -79,3 +80,43 @@ def test_the_same_id_and_input_outside_a_transaction_returns_the_existing_instan
     with pytest.raises(wf.WorkflowIdConflictError):
         wf.start(fulfil_order, order(user_id="u_other"), id="order-twice")
     assert WorkflowInstance.objects.filter(pk="order-twice").count() == 1
+
+
+def test_a_start_outside_a_transaction_is_one_round_trip_on_mariadb():
+    """The INSERT and the wake-up count go to the server together: one call of mysqlclient's
+    query(), as the lease holder's writes do (store/backends/mysql/batches.py)."""
+    if connection.vendor != "mysql":
+        pytest.skip("MySQL and MariaDB: PostgreSQL's is one statement, SQLite has no round trips")
+    wf.start(fulfil_order, order(), id="order-first")  # the wake-up counter's row
+    driver = connection.connection
+    sent: list[bytes] = []
+
+    def query(sql: bytes) -> None:
+        sent.append(sql)
+        type(driver).query(driver, sql)
+
+    driver.query = query
+    try:
+        marks = wakeup_counts()
+        assert wf.start(fulfil_order, order(), id="order-batched").created
+        started = wakeup_counts()
+        assert not wf.start(fulfil_order, order(), id="order-batched").created
+        again = wakeup_counts()
+    finally:
+        connection.close()  # the next connection's driver counts nothing
+    starts = [sql for sql in sent if b"INSERT" in sql]
+    assert len(starts) == 2 and all(b"wakeupcounter" in sql for sql in starts), sent
+    assert (started - marks, again - started) == (1, 0)  # counted only when it inserted
+    assert WorkflowInstance.objects.get(pk="order-batched").status == "pending"
+
+
+def test_the_first_start_counts_its_wake_up_in_a_new_counter_row():
+    if connection.vendor == "postgresql":
+        pytest.skip("PostgreSQL: a start notifies, it counts no wake-up")
+    WakeupCounter.objects.all().delete()
+    assert wf.start(fulfil_order, order(), id="order-counted").created
+    assert wakeup_counts() == 1
+
+
+def wakeup_counts() -> int:
+    return sum(WakeupCounter.objects.values_list("count", flat=True))

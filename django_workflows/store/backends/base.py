@@ -699,22 +699,25 @@ class Backend:
         """Add one to this thread's WakeupCounter row. A thread always counts in the same row,
         so a transaction that counts takes one counter lock, never two in an order another
         transaction could reverse."""
-        seed = getattr(_thread, "seed", None)
-        if seed is None:
-            seed = _thread.seed = random.randrange(1 << 16)
-        shard = seed % self.wakeup_shards
+        shard = self.wakeup_shard()
         # One plain statement, written once: every start and signal sends it.
         with self.connection.cursor() as cursor:
-            cursor.execute(self._count_wakeup_sql, [shard])
+            cursor.execute(self.count_wakeup_sql, [shard])
             if cursor.rowcount:
                 return
             # The row's first count (or the first since a flush); if another thread's first
             # count inserted it meanwhile, count in it.
             if not self.insert_ignore(WakeupCounter(shard=shard, count=1)):
-                cursor.execute(self._count_wakeup_sql, [shard])
+                cursor.execute(self.count_wakeup_sql, [shard])
+
+    def wakeup_shard(self) -> int:
+        """This thread's WakeupCounter row (count_wakeup())."""
+        if not hasattr(_thread, "seed"):
+            _thread.seed = random.randrange(1 << 16)
+        return int(_thread.seed % self.wakeup_shards)
 
     @functools.cached_property
-    def _count_wakeup_sql(self) -> str:
+    def count_wakeup_sql(self) -> str:
         quote = self.connection.ops.quote_name
         table, count, shard = (quote(WakeupCounter._meta.db_table), quote("count"), quote("shard"))
         return f"UPDATE {table} SET {count} = {count} + 1 WHERE {shard} = %s"

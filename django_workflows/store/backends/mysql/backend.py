@@ -323,6 +323,20 @@ class MySQLBackend(Backend):
                     return found
                 found.append(row[0])
 
+    def start_alone(self, instance: WorkflowInstance) -> bool:
+        """The INSERT and the wake-up count, sent in one round trip (batches.counts()): each
+        commits on its own, as the count must, after the row it announces. The count's UPDATE
+        counts only when the INSERT inserted (ROW_COUNT(), the previous statement's count);
+        the first count of a thread's counter row, which does not exist yet, is made after.
+        On MariaDB 0.30-0.39 ms of the caller's CPU a start, against 0.42-0.46 ms sending
+        them one after the other (benchmarks/start_cpu.py, back to back)."""
+        sql, params = self.started_row(instance)
+        count = (f"{self.count_wakeup_sql} AND ROW_COUNT() = 1", [self.wakeup_shard()])
+        inserted, counted = mysql_batches.counts(self.connection, [(sql, params), count])
+        if inserted and not counted:
+            self.count_wakeup()
+        return inserted == 1
+
     def write(
         self, id: str, token: str, write: InstanceWrite, ride: Ride | None = None
     ) -> Written | None:

@@ -141,6 +141,20 @@ def results(connection: Any, statements: list[Statement]) -> list[list[tuple[Any
         return _cursor_results(cursor, statements)
 
 
+def counts(connection: Any, statements: list[Statement]) -> list[int]:
+    """Send `statements`, none of which returns rows, in one round trip as results() does, and
+    return how many rows each one changed (MySQL's affected rows: found rows for an UPDATE,
+    as Django's connections count them). The cursor's way sends them one at a time."""
+    if (driver := _batch_driver(connection)) is not None:
+        return _driver_results(connection, driver, statements, affected=True)
+    changed: list[int] = []
+    with connection.cursor() as cursor:
+        for statement, params in statements:
+            cursor.execute(statement, params)
+            changed.append(cursor.rowcount)
+    return changed
+
+
 def _cursor_results(cursor: Any, statements: list[Statement]) -> list[list[tuple[Any, ...]]]:
     """results() through a Django cursor."""
     if len(statements) == 1 or not _client_flag(cursor.db.connection) & MULTI_STATEMENTS:
@@ -191,25 +205,29 @@ def _batch_driver(connection: Any) -> Any | None:
 
 
 def _driver_results(
-    connection: Any, driver: Any, statements: list[Statement]
-) -> list[list[tuple[Any, ...]]]:
+    connection: Any, driver: Any, statements: list[Statement], affected: bool = False
+) -> Any:
     """results() on mysqlclient's connection: the statements bound as its cursor binds them
     (each parameter the driver's literal, into the query's bytes), sent with query(), each
-    result read with store_result() and next_result(). Errors are Django's, as a cursor's
-    (its wrapper also marks the connection for close_if_unusable_or_obsolete())."""
+    result read with store_result() and next_result(); with `affected`, each statement's
+    count of changed rows in place of its rows (counts()). Errors are Django's, as a
+    cursor's (its wrapper also marks the connection for close_if_unusable_or_obsolete())."""
     connection.validate_no_broken_transaction()
     query = ";\n".join(statement for statement, _ in statements).encode(driver.encoding)
     literal = driver.literal
     bound = query % tuple(
         literal(param) for _, statement_params in statements for param in statement_params
     )
-    rows: list[list[tuple[Any, ...]]] = []
+    rows: list[Any] = []
     with connection.wrap_database_errors:
         try:
             driver.query(bound)
             while True:
                 result = driver.store_result()
-                rows.append(list(result.fetch_row(0)) if result is not None else [])
+                if affected:
+                    rows.append(driver.affected_rows())
+                else:
+                    rows.append(list(result.fetch_row(0)) if result is not None else [])
                 if driver.next_result() == -1:
                     return rows
         except connection.Database.OperationalError as error:
