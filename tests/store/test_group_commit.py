@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from django.db import connection, connections
+from django.db import OperationalError, connection, connections
 
 from django_workflows import clock
 from django_workflows.models import WakeupCounter
@@ -160,3 +160,24 @@ def test_sqlite_lease_holders_writes_meanwhile_share_a_transaction():
     assert [journal(f"w-{index}") for index in range(3)] == [{"charge": STEP_DONE}] * 3
     (made,) = [sql for sql in statements.values() if sum("INSERT" in s for s in sql) == 3]
     assert made  # one thread's connection sent the three writes
+
+
+def test_a_write_that_gets_no_turn_within_the_timeout_fails_and_is_never_made():
+    turn = threading.Lock()
+
+    @contextlib.contextmanager
+    def within_a_timeout() -> Iterator[None]:
+        if not turn.acquire(timeout=0.2):
+            raise OperationalError("database is locked")
+        try:
+            yield
+        finally:
+            turn.release()
+
+    group = GroupCommit("default", within_a_timeout)
+    with turn:  # held past the timeout
+        with pytest.raises(OperationalError, match="locked"):
+            group.run(lambda: WakeupCounter.objects.create(shard=100, count=1))
+        assert group._queue == []
+    assert group.run(lambda: WakeupCounter.objects.create(shard=101, count=1).shard) == 101
+    assert counter_rows() == {101}

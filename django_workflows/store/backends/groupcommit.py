@@ -28,7 +28,7 @@ class _Queued:
 
     def __init__(self, job: Callable[[], Any]) -> None:
         self.job = job
-        self.done = False
+        self.done = threading.Event()  # made (committed or failed)
         self.result: Any = None
         self.error: BaseException | None = None
 
@@ -45,17 +45,27 @@ class GroupCommit:
 
     def run(self, job: Callable[[], Any]) -> Any:
         """`job`'s result once it is committed, with other threads' writes or alone; its error
-        if it failed. `job` runs on the connection of whichever thread commits the group,
+        if it failed, or `turn`'s if no turn came before a thread with one took it. `job` runs on the connection of whichever thread commits the group,
         inside its transaction, and may run twice (its first run rolled back): it reads and
         writes only there."""
         queued = _Queued(job)
         with self._lock:
             self._queue.append(queued)
-        with self._turn():
-            if not queued.done:
-                with self._lock:
-                    group, self._queue = self._queue, []
-                self._commit(group)
+        try:
+            with self._turn():
+                if not queued.done.is_set():
+                    with self._lock:
+                        group, self._queue = self._queue, []
+                    self._commit(group)
+        except Exception:
+            # No turn within the busy timeout (_commit() raises no Exception). A write that no
+            # thread took was never made, and fails; one that the thread with the turn took
+            # is being made: its outcome is this thread's.
+            with self._lock:
+                if queued in self._queue:
+                    self._queue.remove(queued)
+                    raise
+            queued.done.wait()
         if queued.error is not None:
             raise queued.error
         return queued.result
@@ -71,6 +81,7 @@ class GroupCommit:
                 else:
                     for queued, result in zip(group, results, strict=True):
                         queued.result = result
+                        queued.done.set()
                     return
             for queued in group:
                 try:
@@ -78,12 +89,10 @@ class GroupCommit:
                         queued.result = queued.job()
                 except Exception as error:
                     queued.error = error
+                queued.done.set()
         except BaseException as error:  # a KeyboardInterrupt: this thread's, raised here
             for queued in group:
-                if not queued.done and queued.error is None:
-                    queued.result = None
+                if not queued.done.is_set():
                     queued.error = DatabaseError(f"the write was not made: {error!r}")
+                    queued.done.set()
             raise
-        finally:
-            for queued in group:
-                queued.done = True
