@@ -178,7 +178,7 @@ def new_instance(
     subject_type, subject_id = (None, None) if subject is None else subject_key(subject, using)
     check_key("The subject's primary key", subject_id, using)
     now = clock.now()
-    instance = WorkflowInstance(
+    instance = new_row(
         id=id,
         workflow=definition.name,
         version=definition.version,
@@ -201,7 +201,7 @@ def new_instance(
         scheduled_at=options.scheduled_at,
         parent_id=options.parent_id,
         parent_close=options.parent_close,
-        subject_type=subject_type,
+        subject_type_id=None if subject_type is None else subject_type.pk,
         subject_id=subject_id,
         created_at=now,
         updated_at=now,
@@ -211,6 +211,24 @@ def new_instance(
     instance.has_headers = bool(headers)
     payloads.encode_instance(instance)
     return NewInstance(instance, value, merged, searchable_values, headers, debounce)
+
+
+_FIELDS = WorkflowInstance._meta.concrete_fields
+_DEFAULTS = {field.attname: field.get_default() for field in _FIELDS}
+"""Every field's default, by its attname (no field's default is a callable: tests/core)."""
+
+
+def new_row(**values: Any) -> WorkflowInstance:
+    """WorkflowInstance(**values) for `values` by attname, every other field at its default,
+    made with its fields in order: Model.__init__ spends 18 us matching twenty keywords to the
+    fields and their defaults, 7 us taking the values in order (about 3% of a start()'s CPU).
+    TypeError for a name that is no field's attname, as the model's own constructor raises."""
+    unknown = values.keys() - _DEFAULTS.keys()
+    if unknown:
+        raise TypeError(f"WorkflowInstance has no field {', '.join(sorted(unknown))}.")
+    given = {**_DEFAULTS, **values}
+    row = [given[field.attname] for field in _FIELDS]
+    return WorkflowInstance(*row)  # type: ignore[misc]  # the stubs take a starred list for the id
 
 
 def start_instance(

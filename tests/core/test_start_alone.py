@@ -9,6 +9,7 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 import django_workflows as wf
+from django_workflows.engine import starts
 from django_workflows.models import Signal, WorkflowInstance
 from tests.core.helpers import order
 from tests.testapp.workflows import fulfil_order
@@ -100,3 +101,16 @@ def test_its_row_is_the_one_a_start_in_a_transaction_writes():
     assert {k: v for k, v in alone.items() if k not in times} == {
         k: v for k, v in in_a_transaction.items() if k not in times
     }
+
+
+def test_a_new_row_is_the_models_own_with_its_defaults():
+    """new_row() takes the fields in order, with their defaults taken once: no default may be
+    a callable (a new list or dict each time), and a wrong name is refused as the model does."""
+    fields = WorkflowInstance._meta.concrete_fields
+    assert not [f.name for f in fields if f.has_default() and callable(f.default)]
+    values = {"id": "a-row", "workflow": "values", "version": 2, "subject_type_id": None}
+    row, model = starts.new_row(**values), WorkflowInstance(**values)
+    assert [getattr(row, f.attname) for f in fields] == [getattr(model, f.attname) for f in fields]
+    assert row._state.adding and row._state.db is None
+    with pytest.raises(TypeError, match="no field subject_type"):
+        starts.new_row(id="a-row", subject_type=None)
