@@ -237,28 +237,7 @@ def start_instance(
     """start() of a resolved definition, with its `options` (StartOptions)."""
     new = new_instance(definition, input, options, using=using)
     id = new.instance.pk
-
-    @retries_deadlocks
-    def create(using: str) -> tuple[WorkflowInstance, bool, bool]:
-        if new.alone and not connections[using].in_atomic_block:
-            stored, created = store.start_alone(using, new.instance)
-            if created:
-                wakeups.wake_local_workers()
-            return stored, created, False
-        with transaction.atomic(using=using, savepoint=False):
-            if new.debounce is not None:
-                store.lock_debounced_starts(using, id)
-            stored, created = store.create_instance(
-                using, new.instance, tags=new.tags, attributes=new.attributes, entries=new.entries
-            )
-            debounced = None
-            if not created and new.debounce is not None:
-                debounced = store.debounce_instance(using, new.instance, *new.debounce)
-            if created or debounced is not None:
-                wake_on_commit(using)
-            return debounced or stored, created, debounced is not None
-
-    stored, created, debounced = create(using)
+    stored, created, debounced = _create(using, new)
     if not created and (
         stored.workflow != definition.name
         or stored.parent_id != options.parent_id
@@ -280,6 +259,29 @@ def start_instance(
     return StartResult(
         stored.id, stored.workflow, stored.version, created, Status(stored.status), debounced
     )
+
+
+@retries_deadlocks
+def _create(using: str, new: NewInstance) -> tuple[WorkflowInstance, bool, bool]:
+    """start_instance()'s writes: the stored instance, whether this start created it, and
+    whether it debounced the stored one."""
+    if new.alone and not connections[using].in_atomic_block:
+        stored, created = store.start_alone(using, new.instance)
+        if created:
+            wakeups.wake_local_workers()
+        return stored, created, False
+    with transaction.atomic(using=using, savepoint=False):
+        if new.debounce is not None:
+            store.lock_debounced_starts(using, new.instance.pk)
+        stored, created = store.create_instance(
+            using, new.instance, tags=new.tags, attributes=new.attributes, entries=new.entries
+        )
+        debounced = None
+        if not created and new.debounce is not None:
+            debounced = store.debounce_instance(using, new.instance, *new.debounce)
+        if created or debounced is not None:
+            wake_on_commit(using)
+        return debounced or stored, created, debounced is not None
 
 
 def start_new_instances(using: str, new: list[NewInstance]) -> bool:
