@@ -64,6 +64,12 @@ _VOID = (libpq.TEXT,)
 """pg_notify()'s row: one NULL."""
 
 
+@functools.lru_cache(maxsize=8)
+def _notifying(insert: str) -> str:
+    """`insert` (an INSERT that may insert nothing) and a pg_notify() when it inserted."""
+    return f"WITH started AS ({insert} RETURNING 1) SELECT pg_notify(%s, '') FROM started"
+
+
 class PostgreSQLBackend(Backend):
     """PostgreSQL: signals and limits ordered by advisory locks, other processes woken by
     NOTIFY, the hot claim and write in one statement each."""
@@ -172,17 +178,8 @@ class PostgreSQLBackend(Backend):
         libpq itself with its parameters as text: psycopg's cursor machinery around it was a
         seventh of an enqueue()'s CPU (docs/discussions/performance.md)."""
         sql, params = self.started_row(instance)
-        return (
-            libpq.call_row(
-                self.connection, self._started_notify_sql, [*params, NOTIFY_CHANNEL], _VOID
-            )
-            is not None
-        )
-
-    @functools.cached_property
-    def _started_notify_sql(self) -> str:
-        sql, _ = self._started_sql
-        return f"WITH started AS ({sql} RETURNING 1) SELECT pg_notify(%s, '') FROM started"
+        row = libpq.call_row(self.connection, _notifying(sql), [*params, NOTIFY_CHANNEL], _VOID)
+        return row is not None
 
     def notify(self) -> None:
         # Through libpq, as the writes: a cursor's machinery was a tenth of a start()'s CPU.
