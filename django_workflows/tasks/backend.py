@@ -17,7 +17,6 @@ from .. import clock
 from ..client.instances import get_status
 from ..conf import database_alias
 from ..definitions import Retry, check_queue
-from ..engine.registry import registry
 from ..engine.starts import StartOptions, start_instance
 from ..jsonvalues import check_text
 from ..store import instances as store
@@ -110,7 +109,7 @@ class WorkflowTaskBackend(BaseTaskBackend):
         self.validate_task(task)
         path = _importable(task)
         self.retry  # noqa: B018 - ImproperlyConfigured before anything is written
-        register()
+        definition = register()
         id = secrets.token_hex(16)  # 32 characters; a tenth of get_random_string(32)'s CPU
         now = clock.now()
         input = {
@@ -133,7 +132,7 @@ class WorkflowTaskBackend(BaseTaskBackend):
         options = StartOptions(
             id=id, priority=engine_priority(task.priority), queue=task.queue_name, wake_at=wake_at
         )
-        start_instance(registry.resolve(TASK_WORKFLOW), input, options, using=using)
+        start_instance(definition, input, options, using=using)
         sender = type(self)
         # Sent once the task exists for the workers: at commit, never for a rolled-back one.
         transaction.on_commit(

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import clock
+from ..definitions import Workflow
 from ..engine.registry import registry, workflow
 from ..engine.retries import default_retry
 from ..engine.tracebacks import format_traceback
@@ -27,10 +28,9 @@ from .names import STEP, TASK_WORKFLOW
 from .records import load_task, task_result
 
 
-def register() -> None:
-    """Register the task workflow (once)."""
-    if registry.latest(TASK_WORKFLOW) is None:
-        workflow(TASK_WORKFLOW)(run)
+def register() -> Workflow:
+    """The task workflow's definition, registered at the first call."""
+    return registry.latest(TASK_WORKFLOW) or workflow(TASK_WORKFLOW)(run)
 
 
 def run(ctx: Any, input: dict[str, Any]) -> Any:

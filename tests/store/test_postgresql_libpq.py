@@ -5,6 +5,7 @@ or wraps the statements, and a statement cancelled or a connection killed by the
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -25,6 +26,7 @@ from django.db import (
     connections,
     transaction,
 )
+from django.db.models import JSONField
 from django.test.utils import CaptureQueriesContext
 
 from django_workflows.store.backends import driver
@@ -50,6 +52,19 @@ def test_the_row_is_the_cursors() -> None:
     assert row == tuple(driver.fetch(connection, SQL, params)[0])
     assert libpq.call_row(connection, "SELECT %s WHERE false", ["x"], [libpq.TEXT]) is None
     assert libpq.call_row(connection, "SELECT NULL::text", [], [libpq.TEXT]) == (None,)
+
+
+@pytest.mark.django_db(transaction=True)  # autocommit: the call goes to libpq itself
+def test_integers_booleans_and_json_fields_values_are_sent_as_the_cursor_sends_them() -> None:
+    document = {"quote": TEXT, "n": [1, 2.5, None, True], "percent": "%s %"}
+    prepared = JSONField().get_db_prep_save(document, connection)  # Django's Jsonb
+    sql = "SELECT %s::int, %s::bigint, %s::boolean, %s::boolean, %s::jsonb, %s::jsonb::text"
+    params = [-7, 2**40, True, False, prepared, prepared]
+    columns = (int, int, libpq.BOOLEAN, libpq.BOOLEAN, libpq.TEXT, libpq.TEXT)
+    row = libpq.call_row(connection, sql, params, columns)
+    assert row is not None and row[:4] == (-7, 2**40, True, False)
+    assert json.loads(row[4]) == document
+    assert row == tuple(driver.fetch(connection, sql, params)[0])
 
 
 @pytest.mark.django_db
@@ -89,8 +104,8 @@ def test_errors_are_djangos_and_nothing_is_sent_with_a_nul() -> None:
     assert type(raised.value).__module__ == "django.db.utils"
     with pytest.raises(DataError):  # libpq would send the text cut at the NUL
         libpq.call_row(connection, "SELECT %s::text", ["a\x00b"], [libpq.TEXT])
-    with pytest.raises(TypeError, match="text, None or a datetime"):
-        libpq.call_row(connection, "SELECT %s::text", [7], [libpq.TEXT])
+    with pytest.raises(TypeError, match="must be text, None, a datetime"):
+        libpq.call_row(connection, "SELECT %s::text", [7.5], [libpq.TEXT])
     with pytest.raises(ValueError, match="other than its placeholders"):
         libpq.call_row(connection, "SELECT 'a%b'", [], [libpq.TEXT])
     assert libpq.call_row(connection, "SELECT %s::text", ["on"], [libpq.TEXT]) == ("on",)

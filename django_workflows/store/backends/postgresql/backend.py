@@ -3,6 +3,7 @@ holder's write each as one statement."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections.abc import Callable, Sequence
@@ -61,6 +62,12 @@ _FLAG_COLUMNS = (libpq.BOOLEAN, libpq.BOOLEAN, libpq.TEXT)
 
 _VOID = (libpq.TEXT,)
 """pg_notify()'s row: one NULL."""
+
+
+@functools.lru_cache(maxsize=8)
+def _notifying(insert: str) -> str:
+    """`insert` (an INSERT that may insert nothing) and a pg_notify() when it inserted."""
+    return f"WITH started AS ({insert} RETURNING 1) SELECT pg_notify(%s, '') FROM started"
 
 
 class PostgreSQLBackend(Backend):
@@ -167,14 +174,12 @@ class PostgreSQLBackend(Backend):
         return prepared_sql.insert(self.connection, model, rows) if rows else 0
 
     def start_alone(self, instance: WorkflowInstance) -> bool:
-        """The INSERT and, when it inserted, its pg_notify(), in one statement."""
+        """The INSERT and, when it inserted, its pg_notify(), in one statement, sent through
+        libpq itself with its parameters as text: psycopg's cursor machinery around it was a
+        seventh of an enqueue()'s CPU (docs/discussions/performance.md)."""
         sql, params = self.started_row(instance)
-        with self.connection.cursor() as cursor:
-            cursor.execute(
-                f"WITH started AS ({sql} RETURNING 1) SELECT pg_notify(%s, '') FROM started",
-                [*params, NOTIFY_CHANNEL],
-            )
-            return cursor.fetchone() is not None
+        row = libpq.call_row(self.connection, _notifying(sql), [*params, NOTIFY_CHANNEL], _VOID)
+        return row is not None
 
     def notify(self) -> None:
         # Through libpq, as the writes: a cursor's machinery was a tenth of a start()'s CPU.

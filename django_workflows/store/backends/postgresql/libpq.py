@@ -29,11 +29,13 @@ from __future__ import annotations
 import datetime
 import functools
 import hashlib
+import json
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from psycopg import errors, pq
+from psycopg.types.json import Jsonb
 
 from .. import driver
 
@@ -54,9 +56,10 @@ def call_row(
     prepare: bool = False,
 ) -> tuple[Any, ...] | None:
     """The first row of `sql` (with `%s` placeholders, as a cursor takes it) run with `params`
-    (text, None or datetimes) on Django's PostgreSQL `connection`, each column converted from
-    its text by `columns` (None stays None); None when it returns no row. Prepared outside a
-    transaction where the connection takes prepared statements, or with `prepare`."""
+    (text, None, datetimes, integers, booleans or Jsonb) on Django's PostgreSQL `connection`,
+    each column converted from its text by `columns` (None stays None); None when it returns
+    no row. Prepared outside a transaction where the connection takes prepared statements, or
+    with `prepare`."""
     raw = _raw_connection(connection)
     if raw is None:
         found = driver.fetch(connection, sql, list(params))
@@ -167,7 +170,9 @@ def _numbered(sql: str) -> bytes:
 
 def _text(value: Any, encoding: str) -> bytes | None:
     """A parameter as PostgreSQL's text input takes it (the server casts it to the function's
-    argument type; a naive datetime is read in the session's time zone, as psycopg sends it)."""
+    argument type or the column's; a naive datetime is read in the session's time zone, as
+    psycopg sends it). A JSON field's value (psycopg's Jsonb, as Django prepares it) is its
+    JSON text, written by the function Django gave it, as psycopg writes it."""
     if value is None:
         return None
     if isinstance(value, str):
@@ -176,4 +181,14 @@ def _text(value: Any, encoding: str) -> bytes | None:
         return value.encode(encoding)
     if isinstance(value, datetime.datetime):
         return value.isoformat().encode()
-    raise TypeError(f"A parameter for libpq must be text, None or a datetime, not {value!r}.")
+    if isinstance(value, bool):
+        return b"t" if value else b"f"
+    if isinstance(value, int):
+        return str(value).encode()
+    if isinstance(value, Jsonb):
+        text = (value.dumps or json.dumps)(value.obj)
+        return text.encode(encoding) if isinstance(text, str) else bytes(text)
+    raise TypeError(
+        f"A parameter for libpq must be text, None, a datetime, an integer, a boolean or a "
+        f"Jsonb, not {value!r}."
+    )
