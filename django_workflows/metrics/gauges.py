@@ -60,9 +60,9 @@ def families(using: str | None = None, now: datetime | None = None) -> list[Any]
         instances.add_metric([workflow, status], count)
     due: dict[str, int] = {}
     oldest: dict[str, datetime] = {}
-    for backlog in store.backlog(using, now=now):
-        due[backlog.queue] = due.get(backlog.queue, 0) + backlog.count
-        oldest[backlog.queue] = min(oldest.get(backlog.queue, backlog.oldest), backlog.oldest)
+    for backlog in store.queue_backlog(using, now=now):
+        due[backlog.queue] = backlog.count
+        oldest[backlog.queue] = backlog.oldest
     live = [row for row in store.workers(using) if row.gone_at > now]
     queues = set(due) | {definition.queue for definition in registry.all()}
     queues |= {queue for row in live for queue in row.queues or []}

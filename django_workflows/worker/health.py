@@ -33,9 +33,13 @@ class WorkerInfo:
     executed: int
     live: bool
 
+    def serves(self, queue: str) -> bool:
+        """Whether this worker claims from `queue` (some workflows only, if it has a list)."""
+        return not self.queues or queue in self.queues
+
     def claims(self, queue: str, workflow: str, version: int) -> bool:
         """Whether this worker claims due instances of `workflow`@`version` in `queue`."""
-        return (not self.queues or queue in self.queues) and (
+        return self.serves(queue) and (
             not self.workflows or f"{workflow}@{version}" in self.workflows
         )
 
@@ -135,30 +139,54 @@ def worker_info(row: WorkerProcess, now: datetime) -> WorkerInfo:
 
 
 def health(*, using: str | None = None) -> Health:
-    """The registered workers and each queue's backlog now (by the workflow clock): two queries,
-    the registry's rows and one aggregate of the due instances by queue and workflow."""
+    """The registered workers and each queue's backlog now (by the workflow clock): the
+    registry's rows and one aggregate of the due instances by queue. A queue that a live worker
+    of some workflows only serves is counted by workflow too (a third query, which reads the
+    due rows' pages): which of its due instances no live worker claims depends on them."""
     using = database_alias(using)
     now = clock.now()
     workers = [worker_info(row, now) for row in store.workers(using)]
     live = [worker for worker in workers if worker.live]
+    totals = store.queue_backlog(using, now=now)
+    narrow = [
+        total.queue
+        for total in totals
+        if any(worker.workflows and worker.serves(total.queue) for worker in live)
+    ]
     by_queue: dict[str, list[store.Due]] = {}
-    for due in store.backlog(using, now=now):
+    for due in store.backlog(using, now=now, queues=narrow) if narrow else []:
         by_queue.setdefault(due.queue, []).append(due)
     queues = []
-    for queue, dues in sorted(by_queue.items()):
-        claiming = sorted(
-            {w.id for w in live for d in dues if w.claims(queue, d.workflow, d.version)}
-        )
-        unserved = sum(
-            d.count for d in dues if not any(w.claims(queue, d.workflow, d.version) for w in live)
-        )
+    for total in totals:
+        if total.queue in narrow:
+            dues = by_queue.get(total.queue)
+            if dues:  # else claimed between the two reads
+                queues.append(_by_workflow(total.queue, dues, live))
+            continue
+        serving = sorted(worker.id for worker in live if worker.serves(total.queue))
         queues.append(
             QueueBacklog(
-                queue=queue,
-                due=sum(d.count for d in dues),
-                oldest_due_at=min(d.oldest for d in dues),
-                workers=claiming,
-                unserved=unserved,
+                queue=total.queue,
+                due=total.count,
+                oldest_due_at=total.oldest,
+                workers=serving,
+                unserved=0 if serving else total.count,
             )
         )
     return Health(now=now, workers=workers, queues=queues)
+
+
+def _by_workflow(queue: str, dues: list[store.Due], live: list[WorkerInfo]) -> QueueBacklog:
+    """A queue's backlog from its due instances by workflow version: the live workers that
+    claim some of them, and how many none of them claims."""
+    claiming = sorted({w.id for w in live for d in dues if w.claims(queue, d.workflow, d.version)})
+    unserved = sum(
+        d.count for d in dues if not any(w.claims(queue, d.workflow, d.version) for w in live)
+    )
+    return QueueBacklog(
+        queue=queue,
+        due=sum(d.count for d in dues),
+        oldest_due_at=min(d.oldest for d in dues),
+        workers=claiming,
+        unserved=unserved,
+    )

@@ -9,7 +9,7 @@ import pytest
 from django.db import connection
 
 import django_workflows as wf
-from django_workflows.models import UNFINISHED, Status, WorkflowInstance
+from django_workflows.models import Status, WorkflowInstance
 from django_workflows.store import instances as store
 from django_workflows.store import workers as registry
 from django_workflows.worker.health import health
@@ -123,9 +123,7 @@ def test_the_backlog_counts_every_priority_parked_and_lapsed_lease_as_a_scan_wou
     for n in range(12):
         wf.start("ops-quick", {}, id=f"p-{n}", priority=[1, 3, 9][n % 3])
     wf.start("flaky", {}, id="f-1", queue="gpu", priority=7)
-    wf.start("ops-quick", {}, id="done")
     rows = WorkflowInstance.objects
-    rows.filter(id="done").update(status=Status.COMPLETED)  # finished, its wake time left
     rows.filter(id="p-1").update(parked=True)
     rows.filter(id="p-2").update(lease_until=now - timedelta(seconds=1))  # lapsed
     rows.filter(id="p-3").update(lease_until=now + timedelta(seconds=30))  # held
@@ -136,11 +134,43 @@ def test_the_backlog_counts_every_priority_parked_and_lapsed_lease_as_a_scan_wou
     for row in rows.all():
         due = row.wake_at is not None and row.wake_at <= now
         free = row.lease_until is None or row.lease_until < now
-        if due and free and row.status in UNFINISHED:
+        if due and free:
             expected.setdefault((row.queue, row.workflow, row.version), []).append(row.wake_at)
-    found = registry.backlog(connection.alias, now=now)
+    found = registry.backlog(connection.alias, now=now, queues=["default", "gpu"])
     assert [(d.queue, d.workflow, d.version, d.count, d.oldest) for d in found] == [
         (*key, len(wakes), min(wakes)) for key, wakes in sorted(expected.items())
     ]
     assert sum(d.count for d in found) == 10  # 13 unfinished, less the held, later and waiting
     assert found[0].oldest == now - timedelta(hours=1)
+    assert registry.backlog(connection.alias, now=now, queues=["gpu"]) == found[1:]
+    assert registry.queue_backlog(connection.alias, now=now) == [
+        registry.QueueDue("default", 9, now - timedelta(hours=1)),
+        registry.QueueDue("gpu", 1, found[1].oldest),
+    ]
+
+
+def test_an_instance_that_ends_in_any_way_keeps_no_wake_time(workflow_clock):
+    # The backlog does not read the status: a claim takes any due instance, so none that has
+    # ended may keep a wake time, whichever way it ended.
+    wf.start("ops-quick", {}, id="completed")
+    wf.start("ops-undo", {"fail": True}, id="failed")
+    wf.start("ops-timed-sleep", {}, id="timed-out")
+    wf.start("ops-timed-wait", {}, id="cancelled")
+    wf.start("ops-timed-wait", {}, id="terminated")
+    wf.drain()
+    wf.start("ops-quick", {}, id="never-ran")
+    wf.cancel("cancelled")
+    wf.terminate("terminated")
+    wf.terminate("never-ran")
+    workflow_clock.advance("1h")
+    wf.drain()
+    rows = WorkflowInstance.objects.order_by("id")
+    assert [(row.id, row.status, row.wake_at) for row in rows] == [
+        ("cancelled", Status.CANCELLED, None),
+        ("completed", Status.COMPLETED, None),
+        ("failed", Status.FAILED, None),
+        ("never-ran", Status.CANCELLED, None),
+        ("terminated", Status.CANCELLED, None),
+        ("timed-out", Status.FAILED, None),
+    ]
+    assert registry.queue_backlog(connection.alias, now=workflow_clock.now()) == []

@@ -647,11 +647,11 @@ class Backend:
         limit. Nothing here: the planner weighs that by itself."""
         return contextlib.nullcontext()
 
-    def due_ranges(self, rows: QuerySet[Any]) -> QuerySet[Any]:
-        """`rows`, a read of the due instances (wake_at <= now, no lease or a lapsed one), with
-        what makes the database read them from the claim index dw_instance_due. Nothing here,
-        where that index is partial: it holds the due instances only."""
-        return rows
+    def due_ranges(self, rows: QuerySet[Any], queues: list[str] | None) -> QuerySet[Any]:
+        """`rows`, the due instances (wake_at <= now, no lease or a lapsed one), of `queues`
+        (None: all), with what makes the database read them from the claim indexes: only the
+        queues here, where those indexes are partial (they hold the due instances only)."""
+        return rows if queues is None else rows.filter(queue__in=queues)
 
     # Transactions and statements.
 

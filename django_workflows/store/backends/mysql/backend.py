@@ -296,15 +296,29 @@ class MySQLBackend(Backend):
             cursor.execute("SHOW VARIABLES LIKE 'optimizer_join_limit_pref_ratio'")
             return bool(cursor.fetchall())
 
-    def due_ranges(self, rows: QuerySet[Any]) -> QuerySet[Any]:
-        """dw_instance_due holds every instance here (no partial indexes), and MariaDB read the
-        backlog's due instances among all the unfinished ones, by dw_instance_status. With the
-        index's priorities and both parked values given, the due ones are ranges of it
-        (priority, parked, lease_until, wake_at), which the optimizer reads: for 10,000 due
-        among 20,000 unfinished of 1,000,000 instances 277-414 ms against 655-857 ms, most of
-        it reading the rows' pages (their queue, workflow and status; the 128 MB buffer pool
-        did not keep them). The priorities are read by one index dive each, as the claim's."""
-        return rows.filter(priority__in=self._priorities(), parked__in=[False, True])
+    def due_ranges(self, rows: QuerySet[Any], queues: list[str] | None) -> QuerySet[Any]:
+        """The claim indexes hold every instance here (no partial indexes). With the queues,
+        the index's priorities and both parked values given, the due ones are ranges of
+        dw_instance_queue_due (queue, priority, parked, lease_until, wake_at), which the
+        optimizer reads: an aggregate by queue of 10,000 due among 1,000,000 instances from
+        that index alone in 4 ms. Without them, MariaDB read the due instances among all the
+        unfinished ones (by dw_instance_status), or the whole index. The queues and the
+        priorities are read by one index dive each, as the claim's."""
+        return rows.filter(
+            queue__in=self._queues() if queues is None else queues,
+            priority__in=self._priorities(),
+            parked__in=[False, True],
+        )
+
+    def _queues(self) -> list[str]:
+        """Every queue of an instance: the distinct first column of dw_instance_queue_due,
+        which MariaDB and MySQL read by one dive per queue (a loose index scan)."""
+        return list(
+            WorkflowInstance.objects.using(self.alias)
+            .order_by()
+            .values_list("queue", flat=True)
+            .distinct()
+        )
 
     def _priorities(self) -> list[int]:
         """Every priority in dw_instance_due, ascending: one dive each for the next one."""
