@@ -3,8 +3,10 @@ process, where the database has no notifications (SQLite, MySQL, MariaDB; Postgr
 
 The starts and signals count their wake-ups in the WakeupCounter rows, in their own
 transaction (Backend.notify); a thread of the worker reads the counts once per interval
-(Backend.wakeup_mark: on SQLite a PRAGMA data_version, the counts only when another connection
-committed; elsewhere one primary-key range read) and wakes the worker's loop when they change.
+(Backend.wakeup_mark: on SQLite a PRAGMA data_version, and only when another connection
+committed the counts and the instance table's last rowid, which a start outside a transaction
+moves on instead of counting; elsewhere one primary-key range read) and wakes the worker's loop
+when they change.
 """
 
 from __future__ import annotations
