@@ -169,9 +169,11 @@ class Routines:
 
     def available(self, connection: Any) -> bool:
         if self._found is None:
-            with self._lock, connection.cursor() as cursor:
-                cursor.execute(self._probe, self._params)
-                self._found = bool(cursor.fetchone()[0])
+            with self._lock:
+                if self._found is None:  # not asked meanwhile by another thread
+                    with connection.cursor() as cursor:
+                        cursor.execute(self._probe, self._params)
+                        self._found = bool(cursor.fetchone()[0])
         return self._found
 
     def forget(self) -> None:
