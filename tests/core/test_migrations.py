@@ -118,7 +118,10 @@ def test_w002_names_only_the_key_columns_still_padded(padded_tables):
     assert "status" not in message and "input" not in message  # not key columns
 
 
-ROUTINES = import_module("django_workflows.migrations.0002_routines").ROUTINES
+ROUTINES = (
+    *import_module("django_workflows.migrations.0002_routines").ROUTINES,
+    *import_module("django_workflows.migrations.0003_start_routine").ROUTINES,
+)
 
 
 def routine_names() -> set[str]:
@@ -155,7 +158,12 @@ def test_migrate_makes_every_key_column_exact():
 
 def test_migrate_makes_the_routines_of_the_connections_database():
     expected = {
-        "postgresql": {"dw_journal_write_v1", "dw_final_write_v1", "dw_final_write_ride_v1"},
+        "postgresql": {
+            "dw_journal_write_v1",
+            "dw_final_write_v1",
+            "dw_final_write_ride_v1",
+            "dw_start_v1",
+        },
         "mysql": {"dw_journal_write_v1", "dw_final_write_v1"},
     }.get(connection.vendor, set())
     assert routine_names() == expected
@@ -173,7 +181,7 @@ def test_migrating_to_zero_and_back_drops_and_makes_everything():
     assert without_routines == set()
     assert tables_at_zero == set()
     assert workflow_tables() == {model._meta.db_table for model in workflow_models()}
-    assert len(routine_names()) == {"postgresql": 3, "mysql": 2}.get(connection.vendor, 0)
+    assert len(routine_names()) == {"postgresql": 4, "mysql": 2}.get(connection.vendor, 0)
     assert StoreLock.objects.filter(name="signals").exists()
     assert w002() == []
     wf.start("wait-once", {"key": "user-1"}, id="after")
@@ -181,7 +189,7 @@ def test_migrating_to_zero_and_back_drops_and_makes_everything():
 
 
 def test_each_routine_file_ships_with_the_package():
-    """The files 0002_routines names are read from the installed package, and its
+    """The files the migrations name are read from the installed package, and its
     package-data globs take them into the wheel and the sdist."""
     pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
     globs = pyproject["tool"]["setuptools"]["package-data"]["django_workflows"]

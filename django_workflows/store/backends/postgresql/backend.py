@@ -42,7 +42,7 @@ from ..writes import (
     write_changes,
 )
 from . import ahead as prepared_sql
-from . import claims, libpq
+from . import claims, libpq, starts
 from . import writes as writes_sql
 from .claims import LEASE_CLASS
 
@@ -87,6 +87,7 @@ class PostgreSQLBackend(Backend):
         self.rows = InstanceRows(alias)  # the claim's read-back
         self._functions = writes_sql.functions()  # whether the database has the write functions
         self._ride_function = claims.ride_function()  # and the function a claim rides on
+        self._start_function = starts.start_function()  # and the start's (start_alone())
 
     def check(self) -> list[CheckMessage]:
         """E004: transactions stricter than READ COMMITTED."""
@@ -174,10 +175,14 @@ class PostgreSQLBackend(Backend):
         return prepared_sql.insert(self.connection, model, rows) if rows else 0
 
     def start_alone(self, instance: WorkflowInstance) -> bool:
-        """The INSERT and, when it inserted, its pg_notify(), in one statement, sent through
-        libpq itself with its parameters as text: psycopg's cursor machinery around it was a
-        seventh of an enqueue()'s CPU (docs/discussions/performance.md)."""
+        """The INSERT and, when it inserted, its pg_notify(): the function dw_start_v1
+        (starts.py), or one statement where the database has none, sent through libpq itself
+        with its parameters as text: psycopg's cursor machinery around it was a seventh of an
+        enqueue()'s CPU (docs/discussions/performance.md)."""
         sql, params = self.started_row(instance)
+        if self._start_function.available(self.connection):
+            row = libpq.call_row(self.connection, starts.START_CALL, params, (libpq.BOOLEAN,))
+            return row is not None and row[0]
         row = libpq.call_row(self.connection, _notifying(sql), [*params, NOTIFY_CHANNEL], _VOID)
         return row is not None
 
@@ -384,6 +389,7 @@ class PostgreSQLBackend(Backend):
     def forget_routines(self) -> None:
         self._functions.forget()
         self._ride_function.forget()
+        self._start_function.forget()
 
     def claim(
         self, request: ClaimRequest, pick: Callable[[], list[str]] | None = None

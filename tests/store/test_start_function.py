@@ -1,0 +1,166 @@
+"""PostgreSQL's start function (migration 0003_start_routine): a start outside a transaction
+calls dw_start_v1, which inserts the instance's row unless its id exists and notifies the
+workers, with the same row as the statement it replaces; without it (dropped, or not the role's
+to call) the statement is sent; migrating back drops it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from importlib import import_module
+from typing import Any
+
+import pytest
+from django.core.management import call_command
+from django.db import connection
+
+import django_workflows as wf
+from django_workflows.models import WorkflowInstance
+from django_workflows.store.backends import backend, routines
+from django_workflows.store.backends.base import NOTIFY_CHANNEL
+from django_workflows.store.backends.params import row_fields
+from django_workflows.store.backends.postgresql.starts import SIGNATURE
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True),  # the function is dropped and made again
+    pytest.mark.skipif(
+        connection.vendor != "postgresql", reason="only PostgreSQL's store has functions"
+    ),
+]
+
+FILES = import_module("django_workflows.migrations.0003_start_routine").ROUTINES
+
+
+def has_function() -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT to_regprocedure(%s) IS NOT NULL", [SIGNATURE])
+        return bool(cursor.fetchone()[0])
+
+
+def calls(sent: list[str]) -> list[str]:
+    return [sql for sql in sent if sql.startswith("SELECT dw_start_v1(")]
+
+
+@pytest.fixture
+def listening() -> Iterator[Any]:
+    """A connection of its own that listens as a worker does."""
+    raw = connection.get_new_connection(connection.get_connection_params())
+    raw.autocommit = True
+    raw.execute(f"LISTEN {NOTIFY_CHANNEL}")
+    try:
+        yield raw
+    finally:
+        raw.close()
+
+
+def notified(raw: Any) -> int:
+    return len(list(raw.notifies(timeout=2, stop_after=1)))
+
+
+def row(id: str) -> dict[str, Any]:
+    """The instance's row but what differs from one start to another."""
+    values = WorkflowInstance.objects.filter(pk=id).values().get()
+    for varying in ("id", "created_at", "updated_at", "wake_at"):
+        values.pop(varying)
+    return values
+
+
+def test_its_parameters_are_the_instances_columns_in_the_starts_order() -> None:
+    """A column added to the model without a new version of the function fails here."""
+    columns = [
+        field.column
+        for field in row_fields(WorkflowInstance, connection)
+        if field.column != "signal_cursor"
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT attname, format_type(atttypid, NULL) FROM pg_attribute "
+            "WHERE attrelid = %s::regclass AND attnum > 0 AND NOT attisdropped",
+            [WorkflowInstance._meta.db_table],
+        )
+        types = dict(cursor.fetchall())
+        cursor.execute(
+            "SELECT format_type(t, NULL) FROM unnest((SELECT proargtypes::oid[] FROM pg_proc "
+            "WHERE oid = to_regprocedure(%s))) AS t",
+            [SIGNATURE],
+        )
+        parameters = [type for (type,) in cursor.fetchall()]
+
+    assert parameters == [types[column] for column in columns]
+
+
+def test_a_start_calls_it_and_notifies_the_workers(
+    sent: list[str], listening: Any, define: Any
+) -> None:
+    define("started-alone")(lambda ctx, n: n)
+
+    instance = wf.start("started-alone", {"n": 1}, id="through-function")
+
+    assert len(calls(sent)) == 1
+    assert notified(listening) == 1
+    assert instance.status == "pending"
+    assert WorkflowInstance.objects.get(pk="through-function").input == {"n": 1}
+
+
+def test_the_same_id_again_inserts_nothing_and_notifies_no_one(
+    sent: list[str], listening: Any, define: Any
+) -> None:
+    define("started-alone")(lambda ctx, n: n)
+    wf.start("started-alone", {"n": 1}, id="twice")
+    assert notified(listening) == 1
+
+    again = wf.start("started-alone", {"n": 1}, id="twice")
+
+    assert len(calls(sent)) == 2
+    assert notified(listening) == 0
+    assert again.id == "twice" and WorkflowInstance.objects.filter(pk="twice").count() == 1
+
+
+def test_without_it_the_statement_writes_the_same_row(
+    sent: list[str], listening: Any, define: Any
+) -> None:
+    define("started-alone")(lambda ctx, n: n)
+    wf.start("started-alone", {"n": 1}, id="with-function")
+    assert notified(listening) == 1
+    with connection.schema_editor() as editor:
+        routines.drop(editor, FILES)
+    try:
+        wf.start("started-alone", {"n": 1}, id="without-function")
+        woken = notified(listening)
+    finally:
+        with connection.schema_editor() as editor:
+            routines.create(editor, FILES)
+
+    assert len(calls(sent)) == 1
+    assert woken == 1
+    assert row("without-function") == row("with-function")
+    assert has_function()
+
+
+def test_without_the_right_to_call_it_the_statement_is_sent(sent: list[str], define: Any) -> None:
+    """A database whose default privileges keep EXECUTE from PUBLIC (here the owner revokes
+    its own)."""
+    define("started-alone")(lambda ctx, n: n)
+    store = backend(connection.alias)
+    with connection.cursor() as cursor:
+        cursor.execute(f"REVOKE EXECUTE ON FUNCTION {SIGNATURE} FROM PUBLIC, CURRENT_USER")
+    store.forget_routines()
+    try:
+        wf.start("started-alone", {"n": 1}, id="forbidden")
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute(f"GRANT EXECUTE ON FUNCTION {SIGNATURE} TO PUBLIC, CURRENT_USER")
+        store.forget_routines()
+
+    assert not calls(sent)
+    assert WorkflowInstance.objects.get(pk="forbidden").status == "pending"
+
+
+def test_migrating_back_drops_it() -> None:
+    call_command("migrate", "django_workflows", "0002", verbosity=0)
+    try:
+        dropped = not has_function()
+    finally:
+        call_command("migrate", "django_workflows", verbosity=0)
+
+    assert dropped
+    assert has_function()
