@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -76,31 +77,52 @@ class Scheduler:
     def serve(self, poll_wait: Callable[[], float]) -> None:
         """A worker's schedules thread, until `stopping`: a tick once a poll interval
         (`poll_wait()` seconds, or PREPARE_EVERY if shorter) and at the time of the soonest
-        occurrence prepared, and after each tick the occurrences coming due prepared
-        (ahead.py)."""
+        occurrence prepared, and the occurrences coming due prepared (ahead.py) after a tick
+        that handled some, else once every PREPARE_EVERY: an idle tick reads nothing more than
+        its claim."""
+        prepared_at: float | None = None  # time.monotonic() of the last preparation
+        more = False
         try:
             while not self.stopping.is_set():
-                self.tick_logged()
-                try:
-                    more = self.ahead.prepare(clock.now(), declared_in_code(self.workflows))
-                except Exception:
-                    logger.exception("Preparing schedule occurrences failed; the tick starts them.")
-                    more = False
-                wait = min(poll_wait(), PREPARE_EVERY.total_seconds())
-                soonest = self.ahead.next_at()
-                if soonest is not None:
-                    wait = min(wait, max(0.0, (soonest - clock.now()).total_seconds()))
-                self.stopping.wait(0 if more else wait)
+                handled = self.tick_logged()
+                if (
+                    handled
+                    or more
+                    or prepared_at is None
+                    or time.monotonic() - prepared_at >= PREPARE_EVERY.total_seconds()
+                ):
+                    prepared_at = time.monotonic()
+                    more = self._prepare()
+                self.stopping.wait(0 if more else self._wait(poll_wait()))
         finally:
             connections[self.using].close()
 
-    def tick_logged(self) -> None:
-        """tick() from a worker's loop: a failure is logged, and the next poll tries again."""
+    def tick_logged(self) -> int:
+        """tick() from a worker's loop: a failure is logged (0 handled), and the next poll tries
+        again."""
         try:
             refresh_connections()
-            self.tick()
+            return self.tick()
         except Exception:
             logger.exception("Starting schedule occurrences failed; trying again at the next poll.")
+            return 0
+
+    def _prepare(self) -> bool:
+        """ahead.prepare(): whether more are left to plan; a failure is logged."""
+        try:
+            return self.ahead.prepare(clock.now(), declared_in_code(self.workflows))
+        except Exception:
+            logger.exception("Preparing schedule occurrences failed; the tick starts them.")
+            return False
+
+    def _wait(self, poll: float) -> float:
+        """Seconds until the next tick: the poll interval, or PREPARE_EVERY if shorter, or the
+        time of the soonest occurrence prepared if sooner."""
+        wait = min(poll, PREPARE_EVERY.total_seconds())
+        soonest = self.ahead.next_at()
+        if soonest is not None:
+            wait = min(wait, max(0.0, (soonest - clock.now()).total_seconds()))
+        return wait
 
     def run_due(self, now: datetime) -> int:
         """Start what is due: claims of CLAIM_BATCH schedules, one after another while they come

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import secrets
 import threading
+import time
 from datetime import timedelta
 
 import pytest
@@ -354,3 +355,50 @@ def test_the_schedules_thread_wakes_at_the_prepared_time_not_at_its_next_poll(de
         )
         instance = WorkflowInstance.objects.get(scheduled_at=at)
         assert at <= instance.created_at < at + timedelta(seconds=5)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_idle_schedules_thread_reads_whats_coming_once_every_prepare_every(define, monkeypatch):
+    """A tick that handles nothing is its claim alone: the schedules coming due are read after
+    a tick that handled some, else once every PREPARE_EVERY."""
+
+    @define("ahead-idle")
+    def idle(ctx, input):
+        return "done"
+
+    monkeypatch.setattr(runner, "PREPARE_EVERY", timedelta(seconds=0.6))
+    scheduler = Scheduler("default", "idle-worker", ["ahead-idle"], timedelta(seconds=30))
+    ticks: list[int] = []
+    prepared: list[float] = []
+    tick, prepare = scheduler.tick, scheduler.ahead.prepare
+
+    def counted_tick(*args, **kwargs):
+        ticks.append(tick(*args, **kwargs))
+        return ticks[-1]
+
+    def counted_prepare(*args, **kwargs):
+        prepared.append(len(ticks))
+        return prepare(*args, **kwargs)
+
+    monkeypatch.setattr(scheduler, "tick", counted_tick)
+    monkeypatch.setattr(scheduler.ahead, "prepare", counted_prepare)
+    thread = threading.Thread(target=scheduler.serve, args=(lambda: 0.05,))
+    started = time.monotonic()
+    thread.start()
+    try:
+        assert wait_until(lambda: len(ticks) >= 20, 10)
+        idle_ticks, idle_preparations = len(ticks), len(prepared)
+        idle_seconds = time.monotonic() - started
+        schedules.upsert("ahead-idle", workflow="ahead-idle", every="1s")
+        assert wait_until(lambda: any(ticks[idle_ticks:]), 10)  # a tick starts its occurrence
+        handled_at = next(n for n in range(idle_ticks, len(ticks)) if ticks[n]) + 1
+        assert wait_until(lambda: prepared[-1] >= handled_at, 5)
+    finally:
+        scheduler.stopping.set()
+        thread.join(10)
+
+    # one preparation at the start, then one every 0.6 s, whatever the ticks
+    assert 1 <= idle_preparations <= 2 + idle_seconds / 0.6
+    assert idle_preparations < idle_ticks / 3
+    assert handled_at in prepared  # right after the tick that started it
+    assert WorkflowInstance.objects.filter(workflow="ahead-idle").exists()
