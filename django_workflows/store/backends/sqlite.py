@@ -74,13 +74,13 @@ class SQLiteBackend(Backend):
             cursor.execute("PRAGMA data_version")
             version = cursor.fetchone()[0]
             seen = self._seen
-            if getattr(seen, "version", None) != version or getattr(
-                seen, "connection", None
-            ) is not (self.connection.connection):
+            raw = self.connection.connection  # a new connection counts anew
+            committed = getattr(seen, "version", None) != version  # by another connection
+            if committed or getattr(seen, "connection", None) is not raw:
                 cursor.execute(self._mark_sql)
                 seen.mark = tuple(cursor.fetchone())
                 seen.version = version
-                seen.connection = self.connection.connection  # a new connection counts anew
+                seen.connection = raw
         return seen.mark
 
     @functools.cached_property
