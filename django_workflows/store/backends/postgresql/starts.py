@@ -10,8 +10,8 @@ once per session, and the call holds nothing on the connection, so it works behi
 (where a prepared statement would pin the session of some of them). 3,000 starts a round from
 one thread on this project's two-core machine, back to back: 0.21-0.23 ms of the server's CPU
 per start against 0.35-0.39 ms, and 0.48-0.52 ms of wall time against 0.64-0.69 ms
-(benchmarks/start_cpu.py, docs/discussions/performance.md). Where the function is missing, or the connection's role may
-not call it, the statement is sent.
+(benchmarks/start_cpu.py, docs/discussions/performance.md). Where the function is missing, or
+the connection's role may not call it, the statement is sent.
 """
 
 from __future__ import annotations
