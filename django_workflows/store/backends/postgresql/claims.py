@@ -29,7 +29,7 @@ from .. import driver
 from ..rows import INSTANCE_COLUMNS, InstanceRows
 from ..writes import ClaimRequest, Routines
 from .libpq import BOOLEAN, TEXT
-from .writes import FLAGS
+from .writes import FLAGS, callable_functions
 
 LEASE_CLASS = 0x4457574C  # "DWWL": (LEASE_CLASS, hashtext(instance id)), see await_row_lock
 
@@ -231,7 +231,4 @@ RIDE_COLUMNS: tuple[Callable[[str], Any], ...] = (
 
 def ride_function() -> Routines:
     """Whether the database has dw_final_write_ride_v1 and the connection's role may call it."""
-    return Routines(
-        "SELECT COALESCE(has_function_privilege(to_regprocedure(%s), 'EXECUTE'), false)",
-        [_SIGNATURE],
-    )
+    return callable_functions([_SIGNATURE])

@@ -17,6 +17,7 @@ the connection's role may not call it, the statement is sent.
 from __future__ import annotations
 
 from ..writes import Routines
+from .writes import callable_functions
 
 SIGNATURE = (
     "dw_start_v1(varchar, varchar, integer, varchar, jsonb, jsonb, jsonb, jsonb, timestamptz, "
@@ -34,7 +35,4 @@ START_CALL = f"SELECT dw_start_v1({', '.join(['%s'] * len(_PARAMETERS))})"
 
 def start_function() -> Routines:
     """Whether the database has dw_start_v1 and the connection's role may call it."""
-    return Routines(
-        "SELECT COALESCE(has_function_privilege(to_regprocedure(%s), 'EXECUTE'), false)",
-        [SIGNATURE],
-    )
+    return callable_functions([SIGNATURE])

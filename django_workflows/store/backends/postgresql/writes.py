@@ -66,12 +66,17 @@ def written(entries: str) -> str:
     )
 
 
-def functions() -> Routines:
-    """Whether the database has the functions and the connection's role may call them (a
-    database whose default privileges revoke EXECUTE from PUBLIC may not grant it to the role
-    the application connects as)."""
+def callable_functions(signatures: list[str]) -> Routines:
+    """Whether the database has the functions of `signatures` and the connection's role may
+    call them all (a database whose default privileges revoke EXECUTE from PUBLIC may not grant
+    it to the role the application connects as)."""
     return Routines(
         "SELECT bool_and(COALESCE(has_function_privilege(to_regprocedure(f), 'EXECUTE'), false)) "
         "FROM unnest(%s::text[]) AS f",
-        [[_JOURNAL, _FINAL]],
+        [signatures],
     )
+
+
+def functions() -> Routines:
+    """Whether the database has the two write functions and the role may call them."""
+    return callable_functions([_JOURNAL, _FINAL])
