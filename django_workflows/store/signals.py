@@ -31,6 +31,7 @@ from django.db.models import Min, Q
 from ..models import FINISHED, JournalEntry, Signal, WorkflowInstance
 from . import payloads
 from .backends import backend
+from .backends.base import signal_id_conflict
 from .deadlocks import retries_deadlocks
 
 UPDATE_PREFIX = "$update:"  # an update's signal: "$update:<name>"
@@ -72,6 +73,27 @@ def record_signal(
                 name=name, key=key, dedupe_id=dedupe_id, payload=payload, now=now
             )
         )
+
+
+@retries_deadlocks
+def signal_alone(
+    using: str, *, name: str, key: str | None, dedupe_id: str | None, payload: Any, now: datetime
+) -> RecordedSignal | None:
+    """record_signal() outside any transaction, in the one call of the database's own that
+    also wakes the workers of other processes (Backend.signal_alone); None where it has none,
+    or for a payload a codec seals (bound to the row's id, which only the INSERT gives)."""
+    if payloads.seals_signal(payload):
+        return None
+    stored = payloads.encode_signal(Signal(name=name, key=key, created_at=now), payload)
+    found = backend(using).signal_alone(
+        name=name, key=key, dedupe_id=dedupe_id, payload=stored, now=now
+    )
+    if found is None:
+        return None
+    recorded = RecordedSignal(*found)
+    if not recorded.created and recorded.key != key:
+        raise signal_id_conflict(name, dedupe_id, recorded.key, key)
+    return recorded
 
 
 def signals_for(

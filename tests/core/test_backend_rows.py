@@ -14,7 +14,7 @@ from django.db.models.constants import OnConflict
 from django_workflows.models import Status, WorkflowInstance
 from django_workflows.store import claims
 from django_workflows.store.backends import backend
-from django_workflows.store.backends.base import insert_rows
+from django_workflows.store.backends.inserts import insert_rows
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

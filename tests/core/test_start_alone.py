@@ -146,3 +146,11 @@ def test_a_start_moves_sqlites_wake_up_mark_for_other_connections_and_counts_not
     look_on_a_thread()
     assert marks[0] != marks[1] == marks[2]
     assert wakeup_counts() == counted
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's signal function")
+def test_a_signal_outside_a_transaction_is_one_round_trip_on_postgresql():
+    wf.signal("ping", None, key="first")  # the probe of the function, once a process
+    sent = statements(lambda: wf.signal("ping", None, key="alone"))
+    assert sent == ["SELECT *"], sent  # dw_signal_v1: the lock, INSERT, wake-up, pg_notify()
+    assert Signal.objects.filter(key="alone").exists()

@@ -1,5 +1,6 @@
-"""Fixtures of the store's tests: the statements a test's connection sends, and a two-step
-workflow to run through the write routines (tests/store/runs.py runs it)."""
+"""Fixtures of the store's tests: the statements a test's connection sends, a connection that
+listens as a worker does, and a two-step workflow to run through the write routines
+(tests/store/runs.py runs it)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,20 @@ def sent() -> Iterator[list[str]]:
 
     with connection.execute_wrapper(record):
         yield statements
+
+
+@pytest.fixture
+def listening() -> Iterator[Any]:
+    """A connection of its own that listens as a worker does (PostgreSQL): see notified()."""
+    from django_workflows.store.backends.base import NOTIFY_CHANNEL
+
+    raw = connection.get_new_connection(connection.get_connection_params())
+    raw.autocommit = True
+    raw.execute(f"LISTEN {NOTIFY_CHANNEL}")
+    try:
+        yield raw
+    finally:
+        raw.close()
 
 
 @pytest.fixture

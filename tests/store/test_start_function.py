@@ -5,7 +5,6 @@ to call) the statement is sent; migrating back drops it."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from importlib import import_module
 from typing import Any
 
@@ -16,9 +15,9 @@ from django.db import connection
 import django_workflows as wf
 from django_workflows.models import WorkflowInstance
 from django_workflows.store.backends import backend, routines
-from django_workflows.store.backends.base import NOTIFY_CHANNEL
 from django_workflows.store.backends.params import row_fields
 from django_workflows.store.backends.postgresql.starts import SIGNATURE
+from tests.store.functions import column_types, has_function, notified, parameter_types
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),  # the function is dropped and made again
@@ -30,30 +29,8 @@ pytestmark = [
 FILES = import_module("django_workflows.migrations.0003_start_routine").ROUTINES
 
 
-def has_function() -> bool:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT to_regprocedure(%s) IS NOT NULL", [SIGNATURE])
-        return bool(cursor.fetchone()[0])
-
-
 def calls(sent: list[str]) -> list[str]:
     return [sql for sql in sent if sql.startswith("SELECT dw_start_v1(")]
-
-
-@pytest.fixture
-def listening() -> Iterator[Any]:
-    """A connection of its own that listens as a worker does."""
-    raw = connection.get_new_connection(connection.get_connection_params())
-    raw.autocommit = True
-    raw.execute(f"LISTEN {NOTIFY_CHANNEL}")
-    try:
-        yield raw
-    finally:
-        raw.close()
-
-
-def notified(raw: Any) -> int:
-    return len(list(raw.notifies(timeout=2, stop_after=1)))
 
 
 def row(id: str) -> dict[str, Any]:
@@ -73,19 +50,8 @@ def test_its_parameters_are_the_instances_columns_in_the_starts_order() -> None:
         for field in row_fields(WorkflowInstance, connection)
         if field.column != "signal_cursor"
     ]
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT attname, format_type(atttypid, NULL) FROM pg_attribute "
-            "WHERE attrelid = %s::regclass AND attnum > 0 AND NOT attisdropped",
-            [WorkflowInstance._meta.db_table],
-        )
-        types = dict(cursor.fetchall())
-        cursor.execute(
-            "SELECT format_type(t, NULL) FROM unnest((SELECT proargtypes::oid[] FROM pg_proc "
-            "WHERE oid = to_regprocedure(%s))) AS t",
-            [SIGNATURE],
-        )
-        parameters = [type for (type,) in cursor.fetchall()]
+    types = column_types(WorkflowInstance._meta.db_table)
+    parameters = parameter_types(SIGNATURE)
 
     assert parameters == [types[column] for column in columns]
 
@@ -135,7 +101,7 @@ def test_without_it_the_statement_writes_the_same_row(
     assert len(calls(sent)) == 1
     assert woken == 1
     assert row("without-function") == row("with-function")
-    assert has_function()
+    assert has_function(SIGNATURE)
 
 
 def test_without_the_right_to_call_it_the_statement_is_sent(sent: list[str], define: Any) -> None:
@@ -160,9 +126,9 @@ def test_without_the_right_to_call_it_the_statement_is_sent(sent: list[str], def
 def test_migrating_back_drops_it() -> None:
     call_command("migrate", "django_workflows", "0002", verbosity=0)
     try:
-        dropped = not has_function()
+        dropped = not has_function(SIGNATURE)
     finally:
         call_command("migrate", "django_workflows", verbosity=0)
 
     assert dropped
-    assert has_function()
+    assert has_function(SIGNATURE)

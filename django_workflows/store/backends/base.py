@@ -24,11 +24,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from django.core.checks import CheckMessage
 from django.db import connections, transaction
 from django.db.models import BooleanField, Case, F, Model, Q, QuerySet, Sum, Value, When
-from django.db.models.constants import OnConflict
 from django.db.models.expressions import RawSQL
-from django.db.models.fields import AutoFieldMixin
 from django.db.models.lookups import Exact
-from django.db.models.sql import InsertQuery
 
 from ...attributes import Stored
 from ...errors import WorkflowIdConflictError
@@ -555,10 +552,7 @@ class Backend:
             )
             if earlier is not None:
                 if earlier[1] != key:
-                    raise WorkflowIdConflictError(
-                        f"Signal {name!r} with id {dedupe_id!r} was sent before with key "
-                        f"{earlier[1]!r}, not {key!r}."
-                    )
+                    raise signal_id_conflict(name, dedupe_id, earlier[1], key)
                 return earlier[0], 0, False, earlier[1]
         signal = Signal(name=name, key=key, dedupe_id=dedupe_id, created_at=now)
         if not payloads.seals_signal(payload):
@@ -571,6 +565,14 @@ class Backend:
         signal.payload = payloads.encode_signal(signal, payload)
         Signal.objects.using(self.alias).filter(pk=signal.pk).update(payload=signal.payload)
         return signal.id, self.wake_waiters(name=name, key=key, now=now), True, key
+
+    def signal_alone(
+        self, *, name: str, key: str | None, dedupe_id: str | None, payload: Any, now: Any
+    ) -> tuple[int, int, bool, str | None] | None:
+        """record_signal() outside any transaction, in one call that takes the signal lock and
+        wakes the workers of other processes when the signal is new; None where the database
+        has no such call (PostgreSQL's is dw_signal_v1). `payload` as stored, never sealed."""
+        return None
 
     def insert_signal(
         self, *, name: str, key: str | None, dedupe_id: str | None, payload: Any, now: Any
@@ -747,35 +749,13 @@ class Backend:
         find, where signals and name locks lock rows of the StoreLock table (MySQL, MariaDB)."""
 
 
-def insert(obj: Model, using: str, on_conflict: OnConflict, update_fields: list[Any]) -> int:
-    """INSERT `obj` with the ORM's statement for `on_conflict`; returns the rows inserted."""
-    return insert_rows([obj], using, on_conflict, update_fields)
-
-
-def insert_rows(
-    objs: Sequence[Model], using: str, on_conflict: OnConflict, update_fields: list[Any]
-) -> int:
-    """INSERT `objs` (of one model, with the same fields set) with the ORM's statement for
-    `on_conflict`; returns the rows inserted."""
-    first = objs[0]
-    model = type(first)
-    fields = [
-        f
-        for f in model._meta.local_concrete_fields
-        if not getattr(f, "generated", False)
-        and not (isinstance(f, AutoFieldMixin) and getattr(first, f.attname) is None)
-    ]
-    connection = connections[using]
-    size = max(1, connection.ops.bulk_batch_size(fields, objs))  # the database's parameter limit
-    inserted = 0
-    with connection.cursor() as cursor:
-        for first_row in range(0, len(objs), size):
-            query = InsertQuery(model, on_conflict=on_conflict, update_fields=update_fields)
-            query.insert_values(fields, list(objs[first_row : first_row + size]))
-            for sql, values in query.get_compiler(using=using).as_sql():
-                cursor.execute(sql, values)
-                inserted += max(cursor.rowcount, 0)
-    return inserted
+def signal_id_conflict(
+    name: str, dedupe_id: str | None, earlier: str | None, key: str | None
+) -> WorkflowIdConflictError:
+    """The error of a signal sent again with the dedupe id of one sent with another key."""
+    return WorkflowIdConflictError(
+        f"Signal {name!r} with id {dedupe_id!r} was sent before with key {earlier!r}, not {key!r}."
+    )
 
 
 def _wake_waiters_sql(connection: Any, keyed: bool) -> str:

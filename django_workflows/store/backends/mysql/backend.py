@@ -18,7 +18,8 @@ from django.db.models.constants import OnConflict
 
 from ....models import Status, StoreLock, Wait, WorkflowInstance
 from ..ahead import Take
-from ..base import Backend, Written, insert
+from ..base import Backend, Written
+from ..inserts import insert
 from ..rows import InstanceRows
 from ..writes import UNSET, fast_writable, journal_rows, write_changes
 from . import ahead as prepared_sql

@@ -31,7 +31,8 @@ from ....models import (
 )
 from .. import driver
 from ..ahead import Take
-from ..base import ENDED_CHANNEL, NOTIFY_CHANNEL, Backend, Written, insert_rows
+from ..base import ENDED_CHANNEL, NOTIFY_CHANNEL, Backend, Written
+from ..inserts import insert_rows
 from ..rows import InstanceRows
 from ..writes import (
     UNSET,
@@ -42,7 +43,7 @@ from ..writes import (
     write_changes,
 )
 from . import ahead as prepared_sql
-from . import claims, libpq, starts
+from . import claims, libpq, signals, starts
 from . import writes as writes_sql
 from .claims import LEASE_CLASS
 
@@ -88,6 +89,7 @@ class PostgreSQLBackend(Backend):
         self._functions = writes_sql.functions()  # whether the database has the write functions
         self._ride_function = claims.ride_function()  # and the function a claim rides on
         self._start_function = starts.start_function()  # and the start's (start_alone())
+        self._signal_function = signals.signal_function()  # and a signal's (signal_alone())
 
     def check(self) -> list[CheckMessage]:
         """E004: transactions stricter than READ COMMITTED."""
@@ -244,6 +246,23 @@ class PostgreSQLBackend(Backend):
             )
             return int(cursor.rowcount)
 
+    def signal_alone(
+        self, *, name: str, key: str | None, dedupe_id: str | None, payload: Any, now: Any
+    ) -> tuple[int, int, bool, str | None] | None:
+        """dw_signal_v1 (signals.py), through libpq as the start's function; None without it."""
+        if not self._signal_function.available(self.connection):
+            return None
+        stored = Signal._meta.get_field("payload").get_db_prep_save(payload, self.connection)
+        row = libpq.call_row(
+            self.connection,
+            signals.SIGNAL_CALL,
+            [name, key, dedupe_id, stored, now],
+            (int, int, libpq.BOOLEAN, libpq.TEXT),
+        )
+        assert row is not None  # the function returns one row
+        id, woken, created, stored_key = row
+        return id, woken, created, stored_key
+
     def insert_signal(
         self, *, name: str, key: str | None, dedupe_id: str | None, payload: Any, now: Any
     ) -> tuple[int, int]:
@@ -390,6 +409,7 @@ class PostgreSQLBackend(Backend):
         self._functions.forget()
         self._ride_function.forget()
         self._start_function.forget()
+        self._signal_function.forget()
 
     def claim(
         self, request: ClaimRequest, pick: Callable[[], list[str]] | None = None
