@@ -6,8 +6,10 @@ and the server.
 Drops, re-creates and migrates the benchmark database (benchmarks/settings.py; BENCH_DB_NAME
 names it), then, each round, calls `start()` of the one-step `bench` workflow --starts times in
 this thread, one transaction each (as a view that starts a workflow in autocommit), each with a
-new id, and prints per start: this thread's CPU (`time.thread_time()`), on PostgreSQL the CPU of
-the connection's server process (its backend, from /proc), and the wall time. No worker runs.
+new id, and prints per start: this thread's CPU (`time.thread_time()`), the server's CPU (on
+PostgreSQL the connection's backend process, on MariaDB the whole server process, its
+background threads included; from /proc, so the server runs on this machine), and the wall
+time. No worker runs.
 Fifty starts before each round warm the connection and the code up. With `--call signal`, the
 same for `signal()` of a signal nobody waits for, each with a payload and a key of its own (the
 signal's INSERT and the UPDATE that finds no waiter).
@@ -19,9 +21,11 @@ this script. Figures are printed; nothing is asserted.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(os.environ.get("BENCH_CODE") or Path(__file__).resolve().parent.parent).resolve()
@@ -43,9 +47,13 @@ def main(argv: list[str] | None = None) -> None:
     from django.db import connection
 
     import django_workflows as wf
-    from benchmarks.cpu import backend_seconds
+    from benchmarks.cpu import backend_seconds, server_seconds
 
-    server = backend_seconds(connection) if connection.vendor == "postgresql" else None
+    server: Callable[[], float] | None = None
+    if connection.vendor == "postgresql":
+        server = backend_seconds(connection)
+    elif connection.vendor == "mysql":
+        server = functools.partial(server_seconds, "mysql")
 
     def call(id: str) -> None:
         if args.call == "start":
