@@ -122,6 +122,7 @@ ROUTINES = (
     *import_module("django_workflows.migrations.0002_routines").ROUTINES,
     *import_module("django_workflows.migrations.0003_start_routine").ROUTINES,
     *import_module("django_workflows.migrations.0004_signal_routine").ROUTINES,
+    *import_module("django_workflows.migrations.0005_mysql_signal_routine").ROUTINES,
 )
 
 
@@ -166,7 +167,7 @@ def test_migrate_makes_the_routines_of_the_connections_database():
             "dw_start_v1",
             "dw_signal_v1",
         },
-        "mysql": {"dw_journal_write_v1", "dw_final_write_v1"},
+        "mysql": {"dw_journal_write_v1", "dw_final_write_v1", "dw_signal_v1"},
     }.get(connection.vendor, set())
     assert routine_names() == expected
 
@@ -183,7 +184,7 @@ def test_migrating_to_zero_and_back_drops_and_makes_everything():
     assert without_routines == set()
     assert tables_at_zero == set()
     assert workflow_tables() == {model._meta.db_table for model in workflow_models()}
-    assert len(routine_names()) == {"postgresql": 5, "mysql": 2}.get(connection.vendor, 0)
+    assert len(routine_names()) == {"postgresql": 5, "mysql": 3}.get(connection.vendor, 0)
     assert StoreLock.objects.filter(name="signals").exists()
     assert w002() == []
     wf.start("wait-once", {"key": "user-1"}, id="after")

@@ -1,7 +1,8 @@
 """A start outside any transaction, with nothing written beside its row: one statement on
 PostgreSQL (its INSERT reads the newest signal's id and notifies the other processes), the
 INSERT and the wake-up count on MariaDB (one round trip), the INSERT alone on SQLite (its rowid
-wakes the workers); the same results as a start in a transaction."""
+wakes the workers); the same results as a start in a transaction. A signal outside any
+transaction is one call of the database's own routine on PostgreSQL and MariaDB."""
 
 from __future__ import annotations
 
@@ -153,4 +154,12 @@ def test_a_signal_outside_a_transaction_is_one_round_trip_on_postgresql():
     wf.signal("ping", None, key="first")  # the probe of the function, once a process
     sent = statements(lambda: wf.signal("ping", None, key="alone"))
     assert sent == ["SELECT *"], sent  # dw_signal_v1: the lock, INSERT, wake-up, pg_notify()
+    assert Signal.objects.filter(key="alone").exists()
+
+
+@pytest.mark.skipif(connection.vendor != "mysql", reason="MySQL's and MariaDB's procedure")
+def test_a_signal_outside_a_transaction_is_one_round_trip_on_mariadb():
+    wf.signal("ping", None, key="first")  # the probe of the procedure, once a process
+    sent = statements(lambda: wf.signal("ping", None, key="alone"))
+    assert sent == ["CALL dw_signal_v1"], sent  # the lock, INSERT, wake-up, COMMIT, count
     assert Signal.objects.filter(key="alone").exists()

@@ -6,17 +6,18 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from django.apps import apps
 from django.core.checks import CheckMessage, Error
-from django.db import router
+from django.db import DatabaseError, router
 from django.db.models import Model, QuerySet
 from django.db.models.constants import OnConflict
 
-from ....models import Status, StoreLock, Wait, WorkflowInstance
+from ....models import Signal, Status, StoreLock, Wait, WorkflowInstance
 from ..ahead import Take
 from ..base import Backend, Written
 from ..inserts import insert
@@ -38,6 +39,9 @@ from . import (
 from . import (
     procedures as mysql_procedures,
 )
+from . import (
+    signals as mysql_signals,
+)
 from .batches import Statement
 
 if TYPE_CHECKING:
@@ -47,6 +51,8 @@ SIGNAL_LOCK_NAME = "signals"
 """The StoreLock row that signals lock exclusively and writes registering waits shared."""
 
 _DEADLOCK_CODES = {1213}  # ER_LOCK_DEADLOCK
+
+logger = logging.getLogger("django_workflows")
 
 
 class MySQLBackend(Backend):
@@ -59,6 +65,7 @@ class MySQLBackend(Backend):
         super().__init__(alias)
         self.rows = InstanceRows(alias)  # the claim's read-back
         self._procedures = mysql_procedures.procedures()  # whether it has the write procedures
+        self._signal_procedure = mysql_signals.signal_procedure()  # and signal_alone()'s
 
     @functools.cached_property
     def is_mariadb(self) -> bool:
@@ -352,6 +359,34 @@ class MySQLBackend(Backend):
             self.count_wakeup()
         return inserted == 1
 
+    def signal_alone(
+        self, *, name: str, key: str | None, dedupe_id: str | None, payload: Any, now: Any
+    ) -> tuple[int, int, bool, str | None] | None:
+        """dw_signal_v1 (signals.py) in one round trip; None without it. The first count of a
+        thread's counter row, which does not exist yet, is made after, as notify()'s count
+        after a commit: a failure is logged, not raised (the signal is committed by then, and
+        an idle worker finds it at its next poll)."""
+        connection = self.connection
+        if not self._signal_procedure.available(connection):
+            return None
+        params = [
+            name,
+            key,
+            dedupe_id,
+            Signal._meta.get_field("payload").get_db_prep_save(payload, connection),
+            connection.ops.adapt_datetimefield_value(now),
+            self.wakeup_shard(),
+        ]
+        [id, woken, created, stored_key, counted] = mysql_batches.results(
+            connection, [(mysql_signals.SIGNAL_CALL, params)]
+        )[0][0]
+        if created and not counted:
+            try:
+                self.count_wakeup()
+            except DatabaseError:
+                logger.exception("Counting the wake-up of signal %s failed.", id)
+        return int(id), int(woken), bool(created), stored_key
+
     def write(
         self, id: str, token: str, write: InstanceWrite, ride: Ride | None = None
     ) -> Written | None:
@@ -377,6 +412,7 @@ class MySQLBackend(Backend):
 
     def forget_routines(self) -> None:
         self._procedures.forget()
+        self._signal_procedure.forget()
 
     def claim(
         self, request: ClaimRequest, pick: Callable[[], list[str]] | None = None
