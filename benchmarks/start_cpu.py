@@ -2,6 +2,7 @@
 and the server.
 
     python benchmarks/start_cpu.py --db postgres [--starts 2000] [--rounds 3] [--call signal]
+        [--atomic]
 
 Drops, re-creates and migrates the benchmark database (benchmarks/settings.py; BENCH_DB_NAME
 names it), then, each round, calls `start()` of the one-step `bench` workflow --starts times in
@@ -12,7 +13,8 @@ background threads included; from /proc, so the server runs on this machine), an
 time. No worker runs.
 Fifty starts before each round warm the connection and the code up. With `--call signal`, the
 same for `signal()` of a signal nobody waits for, each with a payload and a key of its own (the
-signal's INSERT and the UPDATE that finds no waiter).
+signal's INSERT and the UPDATE that finds no waiter). With `--atomic`, each call inside a
+`transaction.atomic()` of its own, as a view under ATOMIC_REQUESTS makes it.
 
 BENCH_CODE=<checkout>: measure that checkout's django_workflows (e.g. another branch's) with
 this script. Figures are printed; nothing is asserted.
@@ -38,13 +40,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--starts", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--call", choices=["start", "signal"], default="start")
+    parser.add_argument("--atomic", action="store_true", help="each call in a transaction")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(HERE))
     sys.path.insert(0, str(ROOT))  # the measured code first
     from benchmarks.harness import fresh_database
 
     fresh_database(args.db)
-    from django.db import connection
+    from django.db import connection, transaction
 
     import django_workflows as wf
     from benchmarks.cpu import backend_seconds, server_seconds
@@ -55,11 +58,18 @@ def main(argv: list[str] | None = None) -> None:
     elif connection.vendor == "mysql":
         server = functools.partial(server_seconds, "mysql")
 
-    def call(id: str) -> None:
+    def send(id: str) -> None:
         if args.call == "start":
             wf.start("bench", {"steps": 1}, id=id)
         else:
             wf.signal("bench-nobody-waits", {"sent": id}, key=id)
+
+    def call(id: str) -> None:
+        if args.atomic:
+            with transaction.atomic():
+                send(id)
+        else:
+            send(id)
 
     for round in range(1, args.rounds + 1):
         for index in range(50):

@@ -43,7 +43,7 @@ from ..store import payloads, wakeups
 from ..store.deadlocks import retries_deadlocks
 from ..store.jsonvalues import to_json
 from ..store.published import latest_values
-from ..store.signals import record_signal, signal_alone
+from ..store.signals import record_signal, signal_by_routine
 from ..store.streams import heads as stream_heads
 from ..store.tables import missing_tables_error
 from ..subjects import subject_filter
@@ -168,15 +168,16 @@ def signal(
                 wake_on_commit(using)
             return recorded
 
-    recorded = None
-    if not connections[using].in_atomic_block:  # one call where the database has one
-        recorded = signal_alone(
-            using, name=name, key=key, dedupe_id=id, payload=value, now=clock.now()
-        )
-        if recorded is not None and recorded.created:
-            wakeups.wake_local_workers()
+    # one call where the database has a routine for it; it wakes the other processes itself
+    recorded = signal_by_routine(
+        using, name=name, key=key, dedupe_id=id, payload=value, now=clock.now()
+    )
     if recorded is None:
         recorded = record(using)
+    elif recorded.created and connections[using].in_atomic_block:
+        transaction.on_commit(wakeups.wake_local_workers, using=using)
+    elif recorded.created:
+        wakeups.wake_local_workers()
     return SignalResult(recorded.id, recorded.created, recorded.woken, recorded.key)
 
 

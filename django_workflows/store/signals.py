@@ -76,16 +76,18 @@ def record_signal(
 
 
 @retries_deadlocks
-def signal_alone(
+def signal_by_routine(
     using: str, *, name: str, key: str | None, dedupe_id: str | None, payload: Any, now: datetime
 ) -> RecordedSignal | None:
-    """record_signal() outside any transaction, in the one call of the database's own that
-    also wakes the workers of other processes (Backend.signal_alone); None where it has none,
-    or for a payload a codec seals (bound to the row's id, which only the INSERT gives)."""
+    """record_signal() in the one call of the database's own routine that also wakes the
+    workers of other processes (Backend.signal_by_routine): outside any transaction, or in the
+    caller's where the routine does not commit (PostgreSQL's). None where it has none it can
+    call there, or for a payload a codec seals (bound to the row's id, which only the INSERT
+    gives)."""
     if payloads.seals_signal(payload):
         return None
     stored = payloads.encode_signal(Signal(name=name, key=key, created_at=now), payload)
-    found = backend(using).signal_alone(
+    found = backend(using).signal_by_routine(
         name=name, key=key, dedupe_id=dedupe_id, payload=stored, now=now
     )
     if found is None:

@@ -2,8 +2,8 @@
 PostgreSQL's function (migration 0004_signal_routine) and MySQL's and MariaDB's procedure
 (0005_mysql_signal_routine). Under the signal lock it returns the earlier signal of the same
 dedupe id, or it inserts the signal, wakes the instances waiting for it and wakes the workers of
-other processes (a NOTIFY, a wake-up count). Inside a transaction, with a payload a codec seals,
-or without the routine, signal() runs in a transaction as before; migrating back drops it.
+other processes (a NOTIFY, a wake-up count). With a payload a codec seals, or without the
+routine, signal() runs in a transaction as before; migrating back drops it.
 
 What only one database has is tested beside it: test_signal_function.py (PostgreSQL) and
 test_mysql_signal_procedure.py (MySQL and MariaDB)."""
@@ -169,15 +169,21 @@ def test_the_same_dedupe_id_from_many_threads_is_stored_once() -> None:
     assert Signal.objects.filter(name="delivered").count() == 1
 
 
-def test_inside_a_transaction_it_is_not_called(sent: list[str], waiting: Any) -> None:
+def test_inside_a_transaction_it_wakes_the_workers_at_the_commit(
+    sent: list[str], wakeups: Callable[[], int], waiting: Any
+) -> None:
+    """PostgreSQL's function joins the caller's transaction; MySQL's and MariaDB's procedure
+    commits its own, so there the statements are sent instead."""
     wf.start("waits", "order-6", id="in-a-transaction")
     wf.drain()
+    assert wakeups() == 1
 
     with transaction.atomic():
         result = wf.signal("paid", None, key="order-6")
 
-    assert not calls(sent)
-    assert result.woken == 1
+    assert len(calls(sent)) == (1 if connection.vendor == "postgresql" else 0)
+    assert (result.created, result.woken) == (True, 1)
+    assert wakeups() == 1
     assert wf.drain() == 1
 
 

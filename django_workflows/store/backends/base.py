@@ -566,12 +566,14 @@ class Backend:
         Signal.objects.using(self.alias).filter(pk=signal.pk).update(payload=signal.payload)
         return signal.id, self.wake_waiters(name=name, key=key, now=now), True, key
 
-    def signal_alone(
+    def signal_by_routine(
         self, *, name: str, key: str | None, dedupe_id: str | None, payload: Any, now: Any
     ) -> tuple[int, int, bool, str | None] | None:
-        """record_signal() outside any transaction, in one call that takes the signal lock and
-        wakes the workers of other processes when the signal is new; None where the database
-        has no such call (PostgreSQL's is dw_signal_v1). `payload` as stored, never sealed."""
+        """record_signal() in one call of the database's own routine, which takes the signal
+        lock and wakes the workers of other processes when the signal is new: record_signal()'s
+        four values. Outside any transaction, or inside the caller's where the routine does
+        not commit; None where the database has no such routine, or none it can call here.
+        `payload` as stored, never sealed."""
         return None
 
     def insert_signal(

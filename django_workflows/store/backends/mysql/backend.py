@@ -65,7 +65,7 @@ class MySQLBackend(Backend):
         super().__init__(alias)
         self.rows = InstanceRows(alias)  # the claim's read-back
         self._procedures = mysql_procedures.procedures()  # whether it has the write procedures
-        self._signal_procedure = mysql_signals.signal_procedure()  # and signal_alone()'s
+        self._signal_procedure = mysql_signals.signal_procedure()  # and signal_by_routine()'s
 
     @functools.cached_property
     def is_mariadb(self) -> bool:
@@ -359,14 +359,17 @@ class MySQLBackend(Backend):
             self.count_wakeup()
         return inserted == 1
 
-    def signal_alone(
+    def signal_by_routine(
         self, *, name: str, key: str | None, dedupe_id: str | None, payload: Any, now: Any
     ) -> tuple[int, int, bool, str | None] | None:
-        """dw_signal_v1 (signals.py) in one round trip; None without it. The first count of a
-        thread's counter row, which does not exist yet, is made after, as notify()'s count
-        after a commit: a failure is logged, not raised (the signal is committed by then, and
-        an idle worker finds it at its next poll)."""
+        """dw_signal_v1 (signals.py) in one round trip, outside any transaction (it commits its
+        own); None inside one, or without it. The first count of a thread's counter row, which
+        does not exist yet, is made after, as notify()'s count after a commit: a failure is
+        logged, not raised (the signal is committed by then, and an idle worker finds it at its
+        next poll)."""
         connection = self.connection
+        if connection.in_atomic_block or not connection.get_autocommit():
+            return None
         if not self._signal_procedure.available(connection):
             return None
         params = [

@@ -1,5 +1,5 @@
-"""MySQL and MariaDB: a signal outside a transaction (Backend.signal_alone) as the database's
-own procedure `dw_signal_v1`, one round trip where a transaction took seven (autocommit off,
+"""MySQL and MariaDB: a signal outside a transaction (Backend.signal_by_routine) as the
+database's own procedure `dw_signal_v1`, one round trip where a transaction took seven (autocommit off,
 the signal lock, the INSERT, the wake-up's UPDATE, COMMIT, autocommit on, the wake-up count).
 
 In a transaction of its own, under the signal lock: the earlier signal of the same name and

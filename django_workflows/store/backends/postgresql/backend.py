@@ -89,7 +89,7 @@ class PostgreSQLBackend(Backend):
         self._functions = writes_sql.functions()  # whether the database has the write functions
         self._ride_function = claims.ride_function()  # and the function a claim rides on
         self._start_function = starts.start_function()  # and the start's (start_alone())
-        self._signal_function = signals.signal_function()  # and a signal's (signal_alone())
+        self._signal_function = signals.signal_function()  # and a signal's (signal_by_routine())
 
     def check(self) -> list[CheckMessage]:
         """E004: transactions stricter than READ COMMITTED."""
@@ -246,10 +246,11 @@ class PostgreSQLBackend(Backend):
             )
             return int(cursor.rowcount)
 
-    def signal_alone(
+    def signal_by_routine(
         self, *, name: str, key: str | None, dedupe_id: str | None, payload: Any, now: Any
     ) -> tuple[int, int, bool, str | None] | None:
-        """dw_signal_v1 (signals.py), through libpq as the start's function; None without it."""
+        """dw_signal_v1 (signals.py), through libpq as the start's function, in the caller's
+        transaction or in one of its own; None without it."""
         if not self._signal_function.available(self.connection):
             return None
         stored = Signal._meta.get_field("payload").get_db_prep_save(payload, self.connection)

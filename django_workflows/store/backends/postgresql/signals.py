@@ -1,11 +1,12 @@
-"""PostgreSQL: a signal outside a transaction (Backend.signal_alone) as the database's own
-function `dw_signal_v1`, one round trip where a transaction took five (BEGIN, the signal lock,
-the INSERT with its wake-up, the NOTIFY, COMMIT): under the signal lock, the earlier signal of
-the same name and dedupe id if there is one, else the INSERT, the wake-up of the instances
-waiting for it (a statement after the lock, so it sees every wait committed before) and a
-NOTIFY. The function is the frozen file `sql/dw_signal_v1.sql`, created by migration
-0004_signal_routine. Where it is missing, or the connection's role may not call it, signal()
-runs in a transaction as before."""
+"""PostgreSQL: a signal (Backend.signal_by_routine) as the database's own function
+`dw_signal_v1`: under the signal lock, the earlier signal of the same name and dedupe id if
+there is one, else the INSERT, the wake-up of the instances waiting for it (a statement after
+the lock, so it sees every wait committed before) and a NOTIFY. Outside a transaction it is one
+round trip where a transaction took five (BEGIN, the signal lock, the INSERT with its wake-up,
+the NOTIFY, COMMIT); inside the caller's, one where it took three (the lock, the INSERT, the
+NOTIFY), the lock held and the NOTIFY sent at the caller's commit as before. The function is
+the frozen file `sql/dw_signal_v1.sql`, created by migration 0004_signal_routine. Where it is
+missing, or the connection's role may not call it, signal() sends the statements as before."""
 
 from __future__ import annotations
 
