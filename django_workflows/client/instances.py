@@ -174,10 +174,8 @@ def signal(
     )
     if recorded is None:
         recorded = record(using)
-    elif recorded.created and connections[using].in_atomic_block:
-        transaction.on_commit(wakeups.wake_local_workers, using=using)
     elif recorded.created:
-        wakeups.wake_local_workers()
+        wakeups.wake_local_workers_at_commit(using)
     return SignalResult(recorded.id, recorded.created, recorded.woken, recorded.key)
 
 

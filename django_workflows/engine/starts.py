@@ -265,10 +265,12 @@ def start_instance(
 def _create(using: str, new: NewInstance) -> tuple[WorkflowInstance, bool, bool]:
     """start_instance()'s writes: the stored instance, whether this start created it, and
     whether it debounced the stored one."""
-    if new.alone and not connections[using].in_atomic_block:
+    if new.alone and (
+        not connections[using].in_atomic_block or backend(using).starts_alone_in_transactions
+    ):
         stored, created = store.start_alone(using, new.instance)
         if created:
-            wakeups.wake_local_workers()
+            wakeups.wake_local_workers_at_commit(using)
         return stored, created, False
     with transaction.atomic(using=using, savepoint=False):
         if new.debounce is not None:

@@ -91,10 +91,11 @@ def create_instance(
 
 def start_alone(using: str, instance: WorkflowInstance) -> tuple[WorkflowInstance, bool]:
     """create_instance() of an instance with nothing written beside its row (no tags, search
-    attributes, journal entries or fair key), outside any transaction: its INSERT in one
-    statement where the database allows (Backend.start_alone), which wakes the workers of
-    other processes when it inserts. The stored instance (`instance` itself when this call
-    created it, without the signal cursor the database gave it) and whether it did."""
+    attributes, journal entries or fair key), outside any transaction (or inside the caller's
+    where Backend.starts_alone_in_transactions): its INSERT in one statement where the
+    database allows (Backend.start_alone), which wakes the workers of other processes when it
+    inserts. The stored instance (`instance` itself when this call created it, without the
+    signal cursor the database gave it) and whether it did."""
     if backend(using).start_alone(instance):
         return instance, True
     found = WorkflowInstance.objects.using(using).filter(pk=instance.pk).first()

@@ -8,6 +8,8 @@ import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from django.db import connections, transaction
+
 from .backends import backend
 from .backends.base import ENDED_CHANNEL
 
@@ -31,6 +33,15 @@ def wake_local_workers() -> None:
         events = list(_events)
     for event in events:
         event.set()
+
+
+def wake_local_workers_at_commit(using: str) -> None:
+    """wake_local_workers() when the transaction.atomic() on `using` commits, or now outside
+    one."""
+    if connections[using].in_atomic_block:
+        transaction.on_commit(wake_local_workers, using=using)
+    else:
+        wake_local_workers()
 
 
 _running: dict[str, list[Any]] = {}

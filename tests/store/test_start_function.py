@@ -1,7 +1,8 @@
-"""PostgreSQL's start function (migration 0003_start_routine): a start outside a transaction
-calls dw_start_v1, which inserts the instance's row unless its id exists and notifies the
-workers, with the same row as the statement it replaces; without it (dropped, or not the role's
-to call) the statement is sent; migrating back drops it."""
+"""PostgreSQL's start function (migration 0003_start_routine): a start calls dw_start_v1, which
+inserts the instance's row unless its id exists and notifies the workers, with the same row as
+the statement it replaces; inside the caller's transaction the NOTIFY waits for the commit, and
+a rollback takes the start back; without it (dropped, or not the role's to call) the statement
+is sent; migrating back drops it."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 
 import pytest
 from django.core.management import call_command
-from django.db import connection
+from django.db import connection, transaction
 
 import django_workflows as wf
 from django_workflows.models import WorkflowInstance
@@ -81,6 +82,37 @@ def test_the_same_id_again_inserts_nothing_and_notifies_no_one(
     assert len(calls(sent)) == 2
     assert notified(listening) == 0
     assert again.id == "twice" and WorkflowInstance.objects.filter(pk="twice").count() == 1
+
+
+def test_inside_a_transaction_it_notifies_the_workers_at_the_commit(
+    sent: list[str], listening: Any, define: Any
+) -> None:
+    define("started-alone")(lambda ctx, n: n)
+
+    with transaction.atomic():
+        instance = wf.start("started-alone", {"n": 1}, id="in-a-transaction")
+        early = len(list(listening.notifies(timeout=0.3, stop_after=1)))
+        # the same id with another input: refused, and the transaction goes on
+        with pytest.raises(wf.WorkflowIdConflictError):
+            wf.start("started-alone", {"n": 2}, id="in-a-transaction")
+
+    assert len(calls(sent)) == 2
+    assert (instance.created, early) == (True, 0)
+    assert notified(listening) == 1
+    assert wf.get_status("in-a-transaction").input == {"n": 1}
+    assert wf.drain() == 1
+
+
+def test_a_rollback_takes_the_start_back(sent: list[str], listening: Any, define: Any) -> None:
+    define("started-alone")(lambda ctx, n: n)
+
+    with pytest.raises(RuntimeError), transaction.atomic():
+        wf.start("started-alone", {"n": 1}, id="rolled-back")
+        raise RuntimeError("the order's rows failed")
+
+    assert len(calls(sent)) == 1
+    assert not WorkflowInstance.objects.filter(pk="rolled-back").exists()
+    assert notified(listening) == 0
 
 
 def test_without_it_the_statement_writes_the_same_row(

@@ -135,6 +135,11 @@ class Backend:
     """Whether notify() counts after the commit, in a statement of its own, rather than in
     the transaction: where a row lock would last until the caller's commit (MySQL, MariaDB)."""
 
+    starts_alone_in_transactions = False
+    """start_alone() can run inside the caller's transaction too, its wake-up of the other
+    processes sent at the commit (PostgreSQL's NOTIFY); elsewhere it counts the wake-up after
+    its own commit, or takes the process's turn to write, so only outside one."""
+
     def __init__(self, alias: str) -> None:
         self.alias = alias
 
@@ -386,10 +391,11 @@ class Backend:
             return int(cursor.fetchone()[0] or 0)
 
     def start_alone(self, instance: WorkflowInstance) -> bool:
-        """Insert a started instance unless its id exists, outside any transaction, and wake
-        the workers of other processes when it is new; returns whether it inserted. One
-        statement (started_row()), committed on its own, where a transaction took four round
-        trips; PostgreSQL notifies in it too. For store.instances.start_alone()."""
+        """Insert a started instance unless its id exists, outside any transaction (inside the
+        caller's too where starts_alone_in_transactions), and wake the workers of other
+        processes when it is new; returns whether it inserted. One statement (started_row()),
+        committed on its own, where a transaction took four round trips; PostgreSQL notifies
+        in it too. For store.instances.start_alone()."""
         sql, params = self.started_row(instance)
         with self.connection.cursor() as cursor:
             cursor.execute(sql, params)

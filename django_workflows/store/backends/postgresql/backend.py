@@ -78,6 +78,7 @@ class PostgreSQLBackend(Backend):
     has_advisory_locks = True
     has_listen_notify = True
     has_rides = True
+    starts_alone_in_transactions = True
     rejects_nul = True
     max_value_bytes = 255 * 1024 * 1024  # what jsonb holds at most
     json_parameter = "%s::jsonb"
