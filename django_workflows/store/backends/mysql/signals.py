@@ -1,6 +1,7 @@
 """MySQL and MariaDB: a signal outside a transaction (Backend.signal_by_routine) as the
-database's own procedure `dw_signal_v1`, one round trip where a transaction took seven (autocommit off,
-the signal lock, the INSERT, the wake-up's UPDATE, COMMIT, autocommit on, the wake-up count).
+database's own procedure `dw_signal_v1`, one round trip where a transaction took seven
+(autocommit off, the signal lock, the INSERT, the wake-up's UPDATE, COMMIT, autocommit on, the
+wake-up count).
 
 In a transaction of its own, under the signal lock: the earlier signal of the same name and
 dedupe id if there is one, else the INSERT and the wake-up of the instances waiting for it;

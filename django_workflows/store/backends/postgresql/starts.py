@@ -1,9 +1,10 @@
 """PostgreSQL: a start (Backend.start_alone) as the database's own function `dw_start_v1`: the
 instance's INSERT unless its id exists, its signal cursor read in it, and a NOTIFY when it
-inserted; outside a transaction, or inside the caller's (the NOTIFY then sent at its commit). The function is the frozen file `sql/dw_start_v1.sql`, created by
-migration 0003_start_routine; its parameters are the instance's columns in started_row()'s
-order, so a changed model is a new version of the file (tests/store/test_start_function.py
-compares the two).
+inserted; outside a transaction, or inside the caller's (the NOTIFY then sent at its commit).
+The function is the frozen file `sql/dw_start_v1.sql`, created by migration
+0003_start_routine; its parameters are the instance's columns in started_row()'s order, so a
+changed model is a new version of the file (tests/store/test_start_function.py compares the
+two).
 
 The statement it replaces is planned again at each call. PL/pgSQL plans the function's INSERT
 once per session, and the call holds nothing on the connection, so it works behind a pooler too
