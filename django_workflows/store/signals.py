@@ -86,9 +86,8 @@ def signal_by_routine(
     gives)."""
     if payloads.seals_signal(payload):
         return None
-    stored = payloads.encode_signal(Signal(name=name, key=key, created_at=now), payload)
     found = backend(using).signal_by_routine(
-        name=name, key=key, dedupe_id=dedupe_id, payload=stored, now=now
+        name=name, key=key, dedupe_id=dedupe_id, payload=payload, now=now
     )
     if found is None:
         return None

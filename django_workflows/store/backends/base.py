@@ -578,9 +578,16 @@ class Backend:
         """record_signal() in one call of the database's own routine, which takes the signal
         lock and wakes the workers of other processes when the signal is new: record_signal()'s
         four values. Outside any transaction, or inside the caller's where the routine does
-        not commit; None where the database has no such routine, or none it can call here.
-        `payload` as stored, never sealed."""
+        not commit; None where the database has no such routine, or none it can call here
+        (asked before the payload is encoded). `payload` as given, never one a codec seals
+        (routine_payload())."""
         return None
+
+    def routine_payload(self, *, name: str, key: str | None, now: Any, payload: Any) -> Any:
+        """A signal's `payload`, never one a codec seals, as its routine takes it: encoded
+        (payloads.encode_signal()) and prepared for the column."""
+        stored = payloads.encode_signal(Signal(name=name, key=key, created_at=now), payload)
+        return Signal._meta.get_field("payload").get_db_prep_save(stored, self.connection)
 
     def insert_signal(
         self, *, name: str, key: str | None, dedupe_id: str | None, payload: Any, now: Any

@@ -17,7 +17,7 @@ from django.db import DatabaseError, router
 from django.db.models import Model, QuerySet
 from django.db.models.constants import OnConflict
 
-from ....models import Signal, Status, StoreLock, Wait, WorkflowInstance
+from ....models import Status, StoreLock, Wait, WorkflowInstance
 from ..ahead import Take
 from ..base import Backend, Written
 from ..inserts import insert
@@ -376,7 +376,7 @@ class MySQLBackend(Backend):
             name,
             key,
             dedupe_id,
-            Signal._meta.get_field("payload").get_db_prep_save(payload, connection),
+            self.routine_payload(name=name, key=key, now=now, payload=payload),
             connection.ops.adapt_datetimefield_value(now),
             self.wakeup_shard(),
         ]

@@ -254,7 +254,7 @@ class PostgreSQLBackend(Backend):
         transaction or in one of its own; None without it."""
         if not self._signal_function.available(self.connection):
             return None
-        stored = Signal._meta.get_field("payload").get_db_prep_save(payload, self.connection)
+        stored = self.routine_payload(name=name, key=key, now=now, payload=payload)
         row = libpq.call_row(
             self.connection,
             signals.SIGNAL_CALL,
