@@ -28,9 +28,11 @@ results keep no start, so its drain starts at its first claim: the script polls 
 claimed executions every 5 ms until the worker claims, and takes the earlier of that poll and the
 oldest claim still held then. Either way the worker's start-up is left out.
 A worker that does not exit when the queue is empty (dj-queue) is stopped with SIGTERM once every
-task has finished.
+task has finished. Then it times the N `get_result()` calls that check the outcome, one thread,
+each task finished: what a web request that shows a task's result pays.
 
-Prints each round, then a table of enqueue/s (both kinds' calls) and drain/s per database, and
+Prints each round, then a table of enqueue/s and get_result/s (both kinds' calls) and drain/s
+per database, and
 ours divided by each peer's per cell. A backend that is not installed or fails on a database
 shows why in place of its figures. Nothing is asserted.
 """
@@ -53,7 +55,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PINS = ROOT / "benchmarks" / "tasks-peers.txt"
 SETTINGS = "benchmarks.task_settings"
 KINDS = {"noop": "no-op", "insert3": "3 inserts"}
-DATABASES = {"postgres": "PG", "sqlite": "SQLite"}
+DATABASES = {"postgres": "PG", "mysql": "MariaDB", "sqlite": "SQLite"}
 
 # name: (what the table calls it, the module it needs, its worker's command; {c} the threads)
 BACKENDS: dict[str, tuple[str, str, list[str]]] = {
@@ -140,7 +142,9 @@ def one_round(
         log.seek(0)
         output = log.read()
 
+    reading, reading_cpu = time.perf_counter(), time.thread_time()
     results = [task.get_result(id) for id in ids]
+    reading, reading_cpu = time.perf_counter() - reading, time.thread_time() - reading_cpu
     done = [r for r in results if r.status == "SUCCESSFUL"]
     if len(done) < count:
         tail = " | ".join(output.strip().splitlines()[-3:])
@@ -159,6 +163,8 @@ def one_round(
     return {
         "enqueue_wall": wall,
         "enqueue_cpu": cpu,
+        "result_wall": reading,
+        "result_cpu": reading_cpu,
         "drain": drain,
         "from": "results" if len(starts) == count else "first claim seen",
         "first_end": first_end,
@@ -280,7 +286,9 @@ def main(argv: list[str] | None = None) -> None:
                     continue
                 print(
                     f"{backend:10} {db:8} {kind:8} enqueue {rate(args.tasks, found['enqueue_wall']):6.0f}/s "
-                    f"{found['enqueue_cpu'] / args.tasks * 1000:.3f} ms CPU/call; drain "
+                    f"{found['enqueue_cpu'] / args.tasks * 1000:.3f} ms CPU/call; get_result "
+                    f"{rate(args.tasks, found['result_wall']):6.0f}/s "
+                    f"{found['result_cpu'] / args.tasks * 1000:.3f} ms CPU/call; drain "
                     f"{found['drain']:6.2f} s {rate(args.tasks, found['drain']):6.0f}/s "
                     f"(from {found['from']}, first end +{found['first_end'] * 1000:.0f} ms); "
                     f"worker {found['worker_wall']:.1f} s; "
@@ -291,16 +299,16 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def cells(args: argparse.Namespace, figures: dict, backend: str) -> list[float | str]:
-    """A backend's row: per database, enqueue/s over both kinds' calls, then drain/s per kind."""
+    """A backend's row: per database, enqueue/s and get_result/s over both kinds' calls, then
+    drain/s per kind."""
     row: list[float | str] = []
     for db in args.db:
         rounds = [figures[(backend, db, kind)] for kind in KINDS]
         failed = next((r for r in rounds if isinstance(r, str)), None)
-        row.append(
-            failed
-            if failed
-            else rate(args.tasks * len(rounds), sum(r["enqueue_wall"] for r in rounds))
-        )
+        for wall in ("enqueue_wall", "result_wall"):
+            row.append(
+                failed if failed else rate(args.tasks * len(rounds), sum(r[wall] for r in rounds))
+            )
         row += [
             r if isinstance(r, str) else rate(args.tasks, r["drain"])
             for r in (figures[(backend, db, kind)] for kind in KINDS)
@@ -312,7 +320,8 @@ def print_tables(args: argparse.Namespace, figures: dict) -> None:
     heads = []
     for db in args.db:
         name = DATABASES[db]
-        heads += [f"enqueue/s {name}", *(f"drain/s {name} {label}" for label in KINDS.values())]
+        heads += [f"enqueue/s {name}", f"get_result/s {name}"]
+        heads += [f"drain/s {name} {label}" for label in KINDS.values()]
     rows = {backend: cells(args, figures, backend) for backend in args.backends}
     notes: dict[str, int] = {}
 

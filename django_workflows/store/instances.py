@@ -201,6 +201,20 @@ def get_instance(using: str, id: str) -> WorkflowInstance | None:
     return WorkflowInstance.objects.using(using).filter(pk=id).first()
 
 
+def get_instance_and_entry(
+    using: str, id: str, name: str
+) -> tuple[WorkflowInstance, dict[str, Any] | None] | None:
+    """The instance `id` and its journal entry `name` (None while it has none), read in one
+    query and decoded (WorkflowPayloadError when the codec cannot read them); None for an
+    unknown id."""
+    found = backend(using).rows.with_entry(id, name)
+    if found is None:
+        return None
+    row, document = found
+    payloads.decode_instance(row)
+    return row, None if document is None else payloads.decode_document(id, name, document)
+
+
 def load_journal(using: str, id: str) -> list[tuple[str, dict[str, Any]]]:
     """The instance's journal entries, in first-write order, decoded (WorkflowPayloadError when
     the codec cannot read one)."""

@@ -14,7 +14,6 @@ from django.utils import timezone
 from django.utils.module_loading import import_string
 
 from .. import clock
-from ..client.instances import get_status
 from ..conf import database_alias
 from ..definitions import Retry, check_queue
 from ..engine.starts import StartOptions, start_instance
@@ -143,19 +142,14 @@ class WorkflowTaskBackend(BaseTaskBackend):
     def get_result(self, result_id: str) -> TaskResult:
         """The task's TaskResult as stored now; TaskResultDoesNotExist for an id that is no
         task of this backend's workflow (also one that no instance can have: a NUL in it)."""
-        using = database_alias()
-        status = get_status(result_id, using=using) if _storable(result_id) else None
-        if status is None or status.workflow != TASK_WORKFLOW:
+        found = None
+        if _storable(result_id):
+            found = store.get_instance_and_entry(database_alias(), result_id, STEP)
+        if found is None or found[0].workflow != TASK_WORKFLOW:
             raise TaskResultDoesNotExist(result_id)
-        entry = dict(store.load_journal(using, result_id)).get(STEP)
+        row, entry = found
         return stored_result(
-            result_id,
-            status.status,
-            status.input,
-            status.output,
-            entry,
-            status.lease_owner,
-            status.updated_at,
+            result_id, row.status, row.input, row.output, entry, row.lease_owner, row.updated_at
         )
 
     def check(self, **kwargs: Any) -> list[checks.CheckMessage]:

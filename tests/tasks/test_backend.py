@@ -9,7 +9,8 @@ from io import StringIO
 import pytest
 from asgiref.sync import async_to_sync
 from django.core.management import call_command
-from django.db import transaction
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 
 import django_workflows as wf
 from django_workflows.models import WorkflowInstance
@@ -73,6 +74,15 @@ def test_an_enqueued_task_runs_in_runworkflows_and_its_result_is_successful():
     assert tasks.calls == [("add", 2, 3)]
     result.refresh()
     assert result.status == TaskResultStatus.SUCCESSFUL and result.return_value == 5
+
+
+def test_get_result_reads_one_row_in_one_query():
+    result = tasks.add.enqueue(4, 5)
+    once()
+    with CaptureQueriesContext(connection) as queries:
+        done = tasks.add.get_result(result.id)
+    assert done.status == TaskResultStatus.SUCCESSFUL and done.return_value == 9
+    assert len(queries.captured_queries) == 1, [q["sql"] for q in queries.captured_queries]
 
 
 def test_a_task_enqueued_in_a_rolled_back_transaction_never_runs():

@@ -46,6 +46,7 @@ from ...models import (
 from .. import payloads
 from .ahead import Take, prepared_field, take_by_case
 from .params import insert_rows_unless_exist, insert_unless_exists, insert_with, row_values
+from .rows import InstanceRows
 from .schedules import write_by_case
 
 if TYPE_CHECKING:
@@ -142,6 +143,7 @@ class Backend:
 
     def __init__(self, alias: str) -> None:
         self.alias = alias
+        self.rows = InstanceRows(alias)  # instances read by hand-written SELECTs
 
     @property
     def connection(self) -> BaseDatabaseWrapper:

@@ -27,7 +27,7 @@ from ...models import (
 from .base import Backend, Written
 from .groupcommit import GroupCommit
 from .params import plain_kind, prepared
-from .rows import INSTANCE_COLUMNS, InstanceRows
+from .rows import INSTANCE_COLUMNS
 from .writes import UNSET, fast_writable, unpark_statement, write_changes
 
 if TYPE_CHECKING:
@@ -55,7 +55,6 @@ class SQLiteBackend(Backend):
         self._seen = threading.local()  # each thread's last data_version and mark
         self._writer = threading.Lock()  # the process's turn to write (write_transaction)
         self._group = GroupCommit(alias, self._turn)  # the lease holders' writes (write())
-        self.rows = InstanceRows(alias)  # the claim's read-back
         self._statements: dict[Any, Any] = {}  # write()'s statements, built once each
         self._flags_sql = (
             f"SELECT {', '.join(_FLAGS)} FROM {WorkflowInstance._meta.db_table} "

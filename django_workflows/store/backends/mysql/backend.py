@@ -21,7 +21,6 @@ from ....models import Status, StoreLock, Wait, WorkflowInstance
 from ..ahead import Take
 from ..base import Backend, Written
 from ..inserts import insert
-from ..rows import InstanceRows
 from ..writes import UNSET, fast_writable, journal_rows, write_changes
 from . import ahead as prepared_sql
 from . import (
@@ -63,7 +62,6 @@ class MySQLBackend(Backend):
 
     def __init__(self, alias: str) -> None:
         super().__init__(alias)
-        self.rows = InstanceRows(alias)  # the claim's read-back
         self._procedures = mysql_procedures.procedures()  # whether it has the write procedures
         self._signal_procedure = mysql_signals.signal_procedure()  # and signal_by_routine()'s
 

@@ -33,7 +33,6 @@ from .. import driver
 from ..ahead import Take
 from ..base import ENDED_CHANNEL, NOTIFY_CHANNEL, Backend, Written
 from ..inserts import insert_rows
-from ..rows import InstanceRows
 from ..writes import (
     UNSET,
     fast_writable,
@@ -86,7 +85,6 @@ class PostgreSQLBackend(Backend):
 
     def __init__(self, alias: str) -> None:
         super().__init__(alias)
-        self.rows = InstanceRows(alias)  # the claim's read-back
         self._functions = writes_sql.functions()  # whether the database has the write functions
         self._ride_function = claims.ride_function()  # and the function a claim rides on
         self._start_function = starts.start_function()  # and the start's (start_alone())

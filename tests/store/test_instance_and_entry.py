@@ -1,0 +1,80 @@
+"""store.instances.get_instance_and_entry(): an instance and one journal entry of it, read by
+one hand-written SELECT (a task's get_result()), the same as the ORM reads them."""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+import django_workflows as wf
+from django_workflows.codecs import AesGcmPayloadCodec
+from django_workflows.models import JournalEntry, WorkflowInstance
+from django_workflows.store import instances as store
+
+pytestmark = pytest.mark.django_db
+
+RESULT = {"été": ["😀", 1.5, None, True], "nested": {"quote": 'say "hi"', "back": "\\"}}
+
+
+@pytest.fixture
+def steps(define):
+    @define("reads-back")
+    def run(ctx, input):
+        return ctx.step("charge", lambda step: RESULT)
+
+    return run
+
+
+def fields(instance: WorkflowInstance) -> dict:
+    return {f.attname: getattr(instance, f.attname) for f in WorkflowInstance._meta.concrete_fields}
+
+
+def test_an_unknown_id_reads_nothing():
+    assert store.get_instance_and_entry("default", "no-such-id", "charge") is None
+
+
+def test_the_instance_and_its_entry_are_read_in_one_query_as_the_orm_reads_them(steps):
+    wf.start("reads-back", {"order": "A-1", "note": "naïve"}, id="rb-1", tags=["vip"])
+    wf.drain()
+    with CaptureQueriesContext(connection) as queries:
+        row, entry = store.get_instance_and_entry("default", "rb-1", "charge")
+    assert len(queries.captured_queries) == 1
+    assert row.status == "completed"
+    assert row.input == {"order": "A-1", "note": "naïve"}
+    assert row.output == RESULT
+    assert fields(row) == fields(WorkflowInstance.objects.get(pk="rb-1"))
+    assert entry == dict(store.load_journal("default", "rb-1"))["charge"]
+    assert entry["result"] == RESULT
+
+
+def test_an_entry_not_written_yet_reads_none(steps):
+    wf.start("reads-back", id="rb-2")
+    row, entry = store.get_instance_and_entry("default", "rb-2", "charge")
+    assert (row.id, row.status, entry) == ("rb-2", "pending", None)
+    wf.drain()
+    _, other = store.get_instance_and_entry("default", "rb-2", "another step")
+    assert other is None
+
+
+def test_another_instances_entry_is_not_read(steps):
+    wf.start("reads-back", id="rb-3")
+    wf.drain()
+    wf.start("reads-back", id="rb-4")
+    row, entry = store.get_instance_and_entry("default", "rb-4", "charge")
+    assert (row.id, entry) == ("rb-4", None)
+
+
+def test_payloads_a_codec_sealed_are_read_decoded(steps, settings):
+    key = base64.b64encode(b"K" * 32).decode()
+    settings.DJANGO_WORKFLOWS = {"CODEC": AesGcmPayloadCodec(keys={"2026-12": key})}
+    wf.start("reads-back", {"card": "4242 4242 4242 4242"}, id="rb-5")
+    wf.drain()
+    stored = JournalEntry.objects.get(instance_id="rb-5", name="charge").document
+    assert "nested" not in str(stored)  # sealed as stored
+    row, entry = store.get_instance_and_entry("default", "rb-5", "charge")
+    assert row.input == {"card": "4242 4242 4242 4242"}
+    assert row.output == RESULT
+    assert entry["result"] == RESULT
