@@ -1,8 +1,8 @@
-"""What one `start()` or `signal()` costs the process that calls it (a web request's share)
-and the server.
+"""What one `start()`, `signal()` or `get_status()` costs the process that calls it (a web
+request's share) and the server.
 
-    python benchmarks/start_cpu.py --db postgres [--starts 2000] [--rounds 3] [--call signal]
-        [--atomic]
+    python benchmarks/start_cpu.py --db postgres [--starts 2000] [--rounds 3]
+        [--call start|signal|status] [--atomic]
 
 Drops, re-creates and migrates the benchmark database (benchmarks/settings.py; BENCH_DB_NAME
 names it), then, each round, calls `start()` of the one-step `bench` workflow --starts times in
@@ -13,7 +13,9 @@ background threads included; from /proc, so the server runs on this machine), an
 time. No worker runs.
 Fifty starts before each round warm the connection and the code up. With `--call signal`, the
 same for `signal()` of a signal nobody waits for, each with a payload and a key of its own (the
-signal's INSERT and the UPDATE that finds no waiter). With `--atomic`, each call inside a
+signal's INSERT and the UPDATE that finds no waiter). With `--call status`, the same for
+`get_status()` of one pending instance started before the first round (a status page's read;
+it has no waits, values, tags, attributes or streams). With `--atomic`, each call inside a
 `transaction.atomic()` of its own, as a view under ATOMIC_REQUESTS makes it.
 
 BENCH_CODE=<checkout>: measure that checkout's django_workflows (e.g. another branch's) with
@@ -39,7 +41,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--db", choices=["sqlite", "postgres", "mysql"], default="postgres")
     parser.add_argument("--starts", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--call", choices=["start", "signal"], default="start")
+    parser.add_argument("--call", choices=["start", "signal", "status"], default="start")
     parser.add_argument("--atomic", action="store_true", help="each call in a transaction")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(HERE))
@@ -61,8 +63,10 @@ def main(argv: list[str] | None = None) -> None:
     def send(id: str) -> None:
         if args.call == "start":
             wf.start("bench", {"steps": 1}, id=id)
-        else:
+        elif args.call == "signal":
             wf.signal("bench-nobody-waits", {"sent": id}, key=id)
+        else:
+            wf.get_status("bench-status")
 
     def call(id: str) -> None:
         if args.atomic:
@@ -71,6 +75,8 @@ def main(argv: list[str] | None = None) -> None:
         else:
             send(id)
 
+    if args.call == "status":
+        wf.start("bench", {"steps": 1}, id="bench-status")
     for round in range(1, args.rounds + 1):
         for index in range(50):
             call(f"warm-{round}-{index}")

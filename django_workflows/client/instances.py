@@ -187,10 +187,11 @@ def get_status(
     own entries: not the engine's bookkeeping (BOOKKEEPING_KINDS)."""
     check_lookup("The instance id", id)
     using = database_alias(using)
-    row = store.get_instance(using, id)
-    if row is None:
+    found = store.get_instance_and_related(using, id)
+    if found is None:
         return None
-    waits = store.load_waits(using, [id]).get(id, [])
+    row, related = found  # the tables below are read only where it has rows
+    waits = store.load_waits(using, [id]).get(id, []) if "waits" in related else []
     entries = None
     if journal:
         entries = [
@@ -213,8 +214,11 @@ def get_status(
             )
             for r in rows
         ]
-    values = latest_values(using, [id]).get(id)
-    tags, attributes = searchable.load(using, [id])
+    values = latest_values(using, [id]).get(id) if "values" in related else None
+    tags, attributes = searchable.load(
+        using, [id], tags="tags" in related, attributes="attributes" in related
+    )
+    streams = stream_heads(using, [id]).get(id) if "streams" in related else None
     return instance_status(
         row,
         waits,
@@ -223,7 +227,7 @@ def get_status(
         values=values,
         tags=tags.get(id),
         attributes=attributes.get(id),
-        streams=stream_heads(using, [id]).get(id),
+        streams=streams,
     )
 
 

@@ -57,21 +57,26 @@ def names(using: str, id: str) -> set[str]:
     return set(rows.values_list("name", flat=True))
 
 
-def load(using: str, ids: Iterable[str]) -> tuple[dict[str, list[str]], dict[str, dict[str, Any]]]:
+def load(
+    using: str, ids: Iterable[str], *, tags: bool = True, attributes: bool = True
+) -> tuple[dict[str, list[str]], dict[str, dict[str, Any]]]:
     """The tags (sorted) and the attributes (by name, in their Python types) of the instances
-    `ids`: one query per table, none for no ids."""
+    `ids`: one query per table, none for no ids, nor for a table not asked for (`tags`,
+    `attributes`: False where the caller knows there are none)."""
     ids = list(ids)
-    tags: dict[str, list[str]] = {}
-    attributes: dict[str, dict[str, Any]] = {}
-    if not ids:
-        return tags, attributes
-    tag_rows = InstanceTag.objects.using(using).filter(instance_id__in=ids).order_by("tag")
-    for instance_id, tag in tag_rows.values_list("instance_id", "tag"):
-        tags.setdefault(instance_id, []).append(tag)
-    rows = InstanceAttribute.objects.using(using).filter(instance_id__in=ids).order_by("name")
-    for instance_id, name, *cells in rows.values_list("instance_id", "name", *ATTRIBUTE_COLUMNS):
-        attributes.setdefault(instance_id, {})[name] = to_value(*cells)
-    return tags, attributes
+    found_tags: dict[str, list[str]] = {}
+    found_attributes: dict[str, dict[str, Any]] = {}
+    if ids and tags:
+        rows = InstanceTag.objects.using(using).filter(instance_id__in=ids).order_by("tag")
+        for instance_id, tag in rows.values_list("instance_id", "tag"):
+            found_tags.setdefault(instance_id, []).append(tag)
+    if ids and attributes:
+        cells = InstanceAttribute.objects.using(using).filter(instance_id__in=ids)
+        for instance_id, name, *values in cells.order_by("name").values_list(
+            "instance_id", "name", *ATTRIBUTE_COLUMNS
+        ):
+            found_attributes.setdefault(instance_id, {})[name] = to_value(*values)
+    return found_tags, found_attributes
 
 
 def tagged(tag: str, outer: str = "pk") -> Q:

@@ -34,6 +34,7 @@ from .deadlocks import retries_deadlocks
 
 # The claim lives in claims.py; store.instances.claim and .Claim are where callers find it.
 from .parking import parked_by as parked_by
+from .published import PREFIX
 
 
 @dataclass(frozen=True)
@@ -198,7 +199,15 @@ def write_beside(
 
 
 def get_instance(using: str, id: str) -> WorkflowInstance | None:
-    return WorkflowInstance.objects.using(using).filter(pk=id).first()
+    """The instance `id` (its payloads as stored), or None."""
+    return backend(using).rows.get(id)
+
+
+def get_instance_and_related(using: str, id: str) -> tuple[WorkflowInstance, set[str]] | None:
+    """The instance `id` (its payloads as stored) and which of its waits, published values,
+    tags, attributes and streams it has (rows.RELATED), read in one query; None for an
+    unknown id."""
+    return backend(using).rows.with_related(id, PREFIX)
 
 
 def get_instance_and_entry(

@@ -15,7 +15,14 @@ from typing import Any
 
 from django.db import connections
 
-from ...models import JournalEntry, WorkflowInstance
+from ...models import (
+    InstanceAttribute,
+    InstanceTag,
+    JournalEntry,
+    Wait,
+    WorkflowInstance,
+    WorkflowStream,
+)
 
 Converter = Callable[[Any, Any, Any], Any]
 
@@ -24,14 +31,22 @@ INSTANCE_COLUMNS = ", ".join(str(f.column) for f in WorkflowInstance._meta.concr
 
 _ATTNAMES = [f.attname for f in WorkflowInstance._meta.concrete_fields]
 
+RELATED = ("waits", "values", "tags", "attributes", "streams")
+"""What an instance's status shows besides its row, each from a table of its own
+(InstanceRows.with_related())."""
+
 
 class InstanceRows:
-    """The column converters of WorkflowInstance for each thread's connection of one alias."""
+    """Instances of one alias read by hand-written SELECTs (a claim's read-back, get(),
+    with_entry(), with_related()), with the column converters of WorkflowInstance for each
+    thread's connection."""
 
     def __init__(self, alias: str) -> None:
         self.alias = alias
         self._local = threading.local()  # this thread's connection and its converters
-        self._with_entry_sql: str | None = None  # with_entry()'s SELECT, built once
+        self._get_sql: str | None = None  # get()'s SELECT, built once
+        self._with_entry_sql: str | None = None  # with_entry()'s
+        self._with_related_sql: str | None = None  # and with_related()'s
 
     def _converters(self, connection: Any) -> list[tuple[int, list[Converter], Any]]:
         local = self._local
@@ -61,6 +76,18 @@ class InstanceRows:
                 values[index] = value
             instances.append(WorkflowInstance.from_db(self.alias, _ATTNAMES, values))
         return instances
+
+    def get(self, id: str) -> WorkflowInstance | None:
+        """The instance `id`, None for an unknown id: one SELECT, built once, on this thread's
+        connection."""
+        connection = connections[self.alias]
+        if self._get_sql is None:
+            table = WorkflowInstance._meta.db_table
+            self._get_sql = f"SELECT {INSTANCE_COLUMNS} FROM {table} WHERE id = %s"
+        with connection.cursor() as cursor:
+            cursor.execute(self._get_sql, [id])
+            row = cursor.fetchone()
+        return None if row is None else self.instances(connection, [row])[0]
 
     def with_entry(self, id: str, name: str) -> tuple[WorkflowInstance, Any] | None:
         """The instance `id` and the document of its journal entry `name` (None while it has
@@ -93,3 +120,36 @@ class InstanceRows:
             ):
                 document = function(document, column, connection)
         return instance, document
+
+    def with_related(self, id: str, value_prefix: str) -> tuple[WorkflowInstance, set[str]] | None:
+        """The instance `id` and which of RELATED it has rows of, read by one SELECT on this
+        thread's connection; None for an unknown id. "values": journal entries whose name
+        starts with `value_prefix` (no LIKE wildcard in it). Each is an EXISTS on an index
+        that starts with the instance's id: get_status() reads only the tables it names."""
+        if any(wildcard in value_prefix for wildcard in "%_\\"):
+            raise ValueError(f"A prefix for LIKE without escaping, not {value_prefix!r}.")
+        connection = connections[self.alias]
+        if self._with_related_sql is None:
+            name = connection.ops.quote_name("name")
+            exists = [
+                f"EXISTS (SELECT 1 FROM {model._meta.db_table} WHERE instance_id = %s{more})"
+                for model, more in (
+                    (Wait, ""),
+                    (JournalEntry, f" AND {name} LIKE %s"),
+                    (InstanceTag, ""),
+                    (InstanceAttribute, ""),
+                    (WorkflowStream, ""),
+                )
+            ]
+            self._with_related_sql = (
+                f"SELECT {INSTANCE_COLUMNS}, {', '.join(exists)} "
+                f"FROM {WorkflowInstance._meta.db_table} WHERE id = %s"
+            )
+        with connection.cursor() as cursor:
+            cursor.execute(self._with_related_sql, [id, id, f"{value_prefix}%", id, id, id, id])
+            row = cursor.fetchone()
+        if row is None:
+            return None
+        count = len(RELATED)
+        [instance] = self.instances(connection, [row[:-count]])
+        return instance, {name for name, found in zip(RELATED, row[-count:], strict=True) if found}

@@ -1,5 +1,7 @@
-"""store.instances.get_instance_and_entry(): an instance and one journal entry of it, read by
-one hand-written SELECT (a task's get_result()), the same as the ORM reads them."""
+"""An instance read by one hand-written SELECT, the same as the ORM reads it: alone
+(get_instance()), with one journal entry of it (get_instance_and_entry(), a task's
+get_result()), with which related tables hold its rows (get_instance_and_related(),
+get_status())."""
 
 from __future__ import annotations
 
@@ -78,3 +80,61 @@ def test_payloads_a_codec_sealed_are_read_decoded(steps, settings):
     assert row.input == {"card": "4242 4242 4242 4242"}
     assert row.output == RESULT
     assert entry["result"] == RESULT
+
+
+def test_get_instance_reads_the_row_as_the_orm_does(steps):
+    wf.start("reads-back", {"note": "naïve"}, id="rb-6", tags=["vip"])
+    wf.drain()
+    row = store.get_instance("default", "rb-6")
+    assert fields(row) == fields(WorkflowInstance.objects.get(pk="rb-6"))
+    assert row._state.db == "default" and not row._state.adding
+    assert store.get_instance("default", "rb-unknown") is None
+
+
+@pytest.fixture
+def everything(define):
+    @define("has-everything")
+    def run(ctx, input):
+        ctx.set_value("stage", "waiting")
+        ctx.stream("progress").write(1)
+        ctx.wait_for_signal("go", "go", key=ctx.instance_id)
+
+    return run
+
+
+def test_the_related_tables_with_rows_are_named(everything, steps):
+    wf.start("reads-back", id="plain")
+    wf.drain()
+    assert store.get_instance_and_related("default", "plain")[1] == set()
+    wf.start("has-everything", id="full", tags=["vip"], attributes={"total": 2499})
+    wf.drain()
+    row, related = store.get_instance_and_related("default", "full")
+    assert row.status == "suspended"
+    assert related == {"waits", "values", "tags", "attributes", "streams"}
+    wf.start("reads-back", id="tagged", tags=["vip"])
+    assert store.get_instance_and_related("default", "tagged")[1] == {"tags"}
+    assert store.get_instance_and_related("default", "nobody") is None
+
+
+def test_get_status_reads_only_the_tables_that_hold_rows(everything, steps):
+    wf.start("reads-back", id="plain-2")
+    wf.drain()
+    with CaptureQueriesContext(connection) as queries:
+        plain = wf.get_status("plain-2")
+    assert len(queries.captured_queries) == 1
+    assert (plain.waits, plain.values, plain.tags, plain.attributes, plain.streams) == (
+        [],
+        {},
+        [],
+        {},
+        {},
+    )
+    wf.start("has-everything", id="full-2", tags=["vip", "eu"], attributes={"total": 2499})
+    wf.drain()
+    with CaptureQueriesContext(connection) as queries:
+        full = wf.get_status("full-2")
+    assert len(queries.captured_queries) == 6
+    assert [(w.signal, w.key) for w in full.waits] == [("go", "full-2")]
+    assert full.values == {"stage": "waiting"}
+    assert full.tags == ["eu", "vip"] and full.attributes == {"total": 2499}
+    assert full.streams == {"progress": {"items": 1, "closed": False}}
