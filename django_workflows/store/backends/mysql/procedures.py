@@ -41,14 +41,21 @@ JOURNAL_CALL = f"CALL {JOURNAL}({', '.join(['%s'] * _HELD)})"
 FINAL_CALL = f"CALL {FINAL}({', '.join(['%s'] * (_HELD + _ENDED))})"
 
 
-def procedures() -> Routines:
-    """Whether the database has both procedures and the connection's user may call them
-    (information_schema lists to a user the routines it has a privilege on)."""
+def callable_procedures(names: list[str]) -> Routines:
+    """Whether the database has the procedures `names` and the connection's user may call
+    them all (information_schema lists to a user the routines it has a privilege on)."""
     return Routines(
-        "SELECT COUNT(*) = 2 FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE() "
-        "AND ROUTINE_TYPE = 'PROCEDURE' AND ROUTINE_NAME IN (%s, %s)",
-        [JOURNAL, FINAL],
+        f"SELECT COUNT(*) = {len(names)} FROM information_schema.ROUTINES "
+        "WHERE ROUTINE_SCHEMA = DATABASE() AND ROUTINE_TYPE = 'PROCEDURE' "
+        f"AND ROUTINE_NAME IN ({', '.join(['%s'] * len(names))})",
+        names,
     )
+
+
+def procedures() -> Routines:
+    """Whether the database has both write procedures and the connection's user may call
+    them."""
+    return callable_procedures([JOURNAL, FINAL])
 
 
 def call(

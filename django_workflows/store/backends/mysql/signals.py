@@ -13,6 +13,7 @@ or the connection's user may not call it, signal() runs in a transaction as befo
 from __future__ import annotations
 
 from ..writes import Routines
+from .procedures import callable_procedures
 
 PROCEDURE = "dw_signal_v1"
 
@@ -23,10 +24,5 @@ its key, and whether the wake-up was counted (0 when the shard's row does not ex
 
 
 def signal_procedure() -> Routines:
-    """Whether the database has dw_signal_v1 and the connection's user may call it
-    (information_schema lists to a user the routines it has a privilege on)."""
-    return Routines(
-        "SELECT COUNT(*) = 1 FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE() "
-        "AND ROUTINE_TYPE = 'PROCEDURE' AND ROUTINE_NAME = %s",
-        [PROCEDURE],
-    )
+    """Whether the database has dw_signal_v1 and the connection's user may call it."""
+    return callable_procedures([PROCEDURE])
