@@ -24,6 +24,7 @@ from ..engine.starts import (
     check_isolation,
     check_key,
     instance_status,
+    load_status,
     request_cancel,
     start_instance,
     wake_on_commit,
@@ -187,11 +188,6 @@ def get_status(
     own entries: not the engine's bookkeeping (BOOKKEEPING_KINDS)."""
     check_lookup("The instance id", id)
     using = database_alias(using)
-    found = store.get_instance_and_related(using, id)
-    if found is None:
-        return None
-    row, related = found  # the tables below are read only where it has rows
-    waits = store.load_waits(using, [id]).get(id, []) if "waits" in related else []
     entries = None
     if journal:
         entries = [
@@ -214,21 +210,7 @@ def get_status(
             )
             for r in rows
         ]
-    values = latest_values(using, [id]).get(id) if "values" in related else None
-    tags, attributes = searchable.load(
-        using, [id], tags="tags" in related, attributes="attributes" in related
-    )
-    streams = stream_heads(using, [id]).get(id) if "streams" in related else None
-    return instance_status(
-        row,
-        waits,
-        entries,
-        kids,
-        values=values,
-        tags=tags.get(id),
-        attributes=attributes.get(id),
-        streams=streams,
-    )
+    return load_status(using, id, journal=entries, children=kids)
 
 
 def list_instances(

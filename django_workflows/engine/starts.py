@@ -33,6 +33,7 @@ from ..store.backends import backend
 from ..store.deadlocks import retries_deadlocks
 from ..store.jsonvalues import to_json
 from ..store.published import latest_values
+from ..store.streams import heads as stream_heads
 from ..subjects import subject_key, subject_label
 
 
@@ -389,17 +390,45 @@ def request_cancel(
                 lambda: wakeups.cancel_requested(id, terminate=terminate, reason=reason),
                 using=using,
             )
-    row = store.get_instance(using, id)
-    if row is None:
-        raise WorkflowNotFoundError(f"No workflow instance has the id {id!r}.")
     # Not strict: an instance whose payloads the codec cannot read can still be cancelled.
-    waits = store.load_waits(using, [id]).get(id, [])
-    values = latest_values(using, [id], strict=False).get(id)
-    tags, attributes = searchable.load(using, [id])
-    status = instance_status(
-        row, waits, strict=False, values=values, tags=tags.get(id), attributes=attributes.get(id)
-    )
+    status = load_status(using, id, strict=False)
+    if status is None:
+        raise WorkflowNotFoundError(f"No workflow instance has the id {id!r}.")
     return CancelResult(accepted, status)
+
+
+def load_status(
+    using: str,
+    id: str,
+    *,
+    strict: bool = True,
+    journal: list[tuple[str, dict[str, Any]]] | None = None,
+    children: list[InstanceStatus] | None = None,
+) -> InstanceStatus | None:
+    """The instance `id` as instance_status() shows it, read now: its row, then only those of
+    its waits, published values, tags, attributes and streams that exist (one query for an
+    instance with none); `journal` and `children` as instance_status() takes them. None for an
+    unknown id."""
+    found = store.get_instance_and_related(using, id)
+    if found is None:
+        return None
+    row, related = found
+    waits = store.load_waits(using, [id]).get(id, []) if "waits" in related else []
+    values = latest_values(using, [id], strict=strict).get(id) if "values" in related else None
+    tags, attributes = searchable.load(
+        using, [id], tags="tags" in related, attributes="attributes" in related
+    )
+    return instance_status(
+        row,
+        waits,
+        journal,
+        children,
+        strict=strict,
+        values=values,
+        tags=tags.get(id),
+        attributes=attributes.get(id),
+        streams=stream_heads(using, [id]).get(id) if "streams" in related else None,
+    )
 
 
 def _journal_entry(name: str, doc: dict[str, Any]) -> JournalEntry:

@@ -138,3 +138,14 @@ def test_get_status_reads_only_the_tables_that_hold_rows(everything, steps):
     assert full.values == {"stage": "waiting"}
     assert full.tags == ["eu", "vip"] and full.attributes == {"total": 2499}
     assert full.streams == {"progress": {"items": 1, "closed": False}}
+
+
+def test_a_cancels_status_shows_what_get_status_shows(everything):
+    wf.start("has-everything", id="full-3", tags=["vip"], attributes={"total": 2499})
+    wf.drain()
+    result = wf.cancel("full-3", "the customer asked")
+    assert result.accepted
+    assert result.instance == wf.get_status("full-3")
+    assert result.instance.cancel_requested
+    assert result.instance.streams == {"progress": {"items": 1, "closed": False}}
+    assert result.instance.values == {"stage": "waiting"} and result.instance.tags == ["vip"]
