@@ -16,7 +16,6 @@ from ..attributes import conditions as attribute_conditions
 from ..conf import database_alias
 from ..definitions import Workflow, WorkflowSignal, check_queue
 from ..durations import Duration, parse_duration
-from ..engine.journal import BOOKKEEPING_KINDS
 from ..engine.registry import registry
 from ..engine.scope import running_step
 from ..engine.starts import (
@@ -187,30 +186,7 @@ def get_status(
     id; ValueError for an id with a NUL or a lone surrogate in it. The journal is the workflow's
     own entries: not the engine's bookkeeping (BOOKKEEPING_KINDS)."""
     check_lookup("The instance id", id)
-    using = database_alias(using)
-    entries = None
-    if journal:
-        entries = [
-            (name, document)
-            for name, document in store.load_journal(using, id)
-            if document.get("kind") not in BOOKKEEPING_KINDS
-        ]
-    kids = None
-    if children:
-        rows = store.list_instances(using, parent_id=id, limit=10_000)
-        kid_waits = store.load_waits(using, [r.id for r in rows])
-        kid_tags, kid_attributes = searchable.load(using, [r.id for r in rows])
-        kids = [
-            instance_status(
-                r,
-                kid_waits.get(r.id, []),
-                strict=False,
-                tags=kid_tags.get(r.id),
-                attributes=kid_attributes.get(r.id),
-            )
-            for r in rows
-        ]
-    return load_status(using, id, journal=entries, children=kids)
+    return load_status(database_alias(using), id, journal=journal, children=children)
 
 
 def list_instances(

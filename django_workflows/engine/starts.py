@@ -35,6 +35,7 @@ from ..store.jsonvalues import to_json
 from ..store.published import latest_values
 from ..store.streams import heads as stream_heads
 from ..subjects import subject_key, subject_label
+from .journal import BOOKKEEPING_KINDS
 
 
 def check_key(what: str, value: str | None, using: str, max_length: int = KEY_LENGTH) -> None:
@@ -402,13 +403,14 @@ def load_status(
     id: str,
     *,
     strict: bool = True,
-    journal: list[tuple[str, dict[str, Any]]] | None = None,
-    children: list[InstanceStatus] | None = None,
+    journal: bool = False,
+    children: bool = False,
 ) -> InstanceStatus | None:
     """The instance `id` as instance_status() shows it, read now: its row, then only those of
     its waits, published values, tags, attributes and streams that exist (one query for an
-    instance with none); `journal` and `children` as instance_status() takes them. None for an
-    unknown id."""
+    instance with none); with `journal`, the workflow's own entries (not the engine's
+    bookkeeping, BOOKKEEPING_KINDS), and with `children`, its children's statuses. None for an
+    unknown id, read in one query."""
     found = store.get_instance_and_related(using, id)
     if found is None:
         return None
@@ -421,14 +423,39 @@ def load_status(
     return instance_status(
         row,
         waits,
-        journal,
-        children,
+        _workflow_journal(using, id) if journal else None,
+        _children(using, id) if children else None,
         strict=strict,
         values=values,
         tags=tags.get(id),
         attributes=attributes.get(id),
         streams=stream_heads(using, [id]).get(id) if "streams" in related else None,
     )
+
+
+def _workflow_journal(using: str, id: str) -> list[tuple[str, dict[str, Any]]]:
+    return [
+        (name, document)
+        for name, document in store.load_journal(using, id)
+        if document.get("kind") not in BOOKKEEPING_KINDS
+    ]
+
+
+def _children(using: str, id: str) -> list[InstanceStatus]:
+    rows = store.list_instances(using, parent_id=id, limit=10_000)
+    ids = [row.id for row in rows]
+    waits = store.load_waits(using, ids)
+    tags, attributes = searchable.load(using, ids)
+    return [
+        instance_status(
+            row,
+            waits.get(row.id, []),
+            strict=False,
+            tags=tags.get(row.id),
+            attributes=attributes.get(row.id),
+        )
+        for row in rows
+    ]
 
 
 def _journal_entry(name: str, doc: dict[str, Any]) -> JournalEntry:

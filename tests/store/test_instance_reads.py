@@ -16,6 +16,7 @@ from django_workflows.codecs import AesGcmPayloadCodec
 from django_workflows.models import JournalEntry, WorkflowInstance
 from django_workflows.store import instances as store
 from django_workflows.store import payloads
+from django_workflows.store.backends import backend
 
 pytestmark = pytest.mark.django_db
 
@@ -151,3 +152,25 @@ def test_a_cancels_status_shows_what_get_status_shows(everything):
     assert result.instance.cancel_requested
     assert result.instance.streams == {"progress": {"items": 1, "closed": False}}
     assert result.instance.values == {"stage": "waiting"} and result.instance.tags == ["vip"]
+
+
+def test_get_status_of_an_unknown_id_is_one_query_whatever_it_asks():
+    with CaptureQueriesContext(connection) as queries:
+        assert wf.get_status("nobody", journal=True, children=True) is None
+    assert len(queries.captured_queries) == 1
+
+
+def test_get_status_reads_the_row_before_the_journal_and_children(steps):
+    wf.start("reads-back", id="rb-6")
+    wf.drain()
+    with CaptureQueriesContext(connection) as queries:
+        status = wf.get_status("rb-6", journal=True, children=True)
+    first = queries.captured_queries[0]["sql"]
+    assert WorkflowInstance._meta.db_table in first and "EXISTS" in first
+    assert [(entry.name, entry.status) for entry in status.journal] == [("charge", "completed")]
+    assert status.children == []
+
+
+def test_a_value_prefix_with_a_like_wildcard_is_refused():
+    with pytest.raises(ValueError, match="without escaping"):
+        backend("default").rows.with_related("rb-1", "$value_")
