@@ -9,6 +9,7 @@ are looked up once per connection, and each row goes through Model.from_db().
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -49,6 +50,8 @@ class InstanceRows:
         self._with_related_sql: str | None = None  # and with_related()'s
 
     def _converters(self, connection: Any) -> list[tuple[int, list[Converter], Any]]:
+        """The converters of each column of an instance on `connection`, looked up once per
+        thread and connection (with the journal document's, _document_converters())."""
         local = self._local
         if getattr(local, "connection", None) is connection:
             return local.converters  # type: ignore[no-any-return]
@@ -60,8 +63,18 @@ class InstanceRows:
             )
             if functions:
                 converters.append((index, functions, column))
+        document = JournalEntry._meta.get_field("document").get_col(JournalEntry._meta.db_table)
+        local.document = (
+            connection.ops.get_db_converters(document) + document.get_db_converters(connection),
+            document,
+        )
         local.connection, local.converters = connection, converters
         return converters
+
+    def _document_converters(self, connection: Any) -> tuple[list[Converter], Any]:
+        """The converters of a journal entry's document on `connection`, and its column."""
+        self._converters(connection)
+        return self._local.document  # type: ignore[no-any-return]
 
     def instances(self, connection: Any, rows: Iterable[Sequence[Any]]) -> list[WorkflowInstance]:
         """The instances of `rows`, each a row of INSTANCE_COLUMNS read on `connection`."""
@@ -113,11 +126,8 @@ class InstanceRows:
         [instance] = self.instances(connection, [row[:-1]])
         document = row[-1]
         if document is not None:
-            field = JournalEntry._meta.get_field("document")
-            column = field.get_col(JournalEntry._meta.db_table)
-            for function in connection.ops.get_db_converters(column) + field.get_db_converters(
-                connection
-            ):
+            functions, column = self._document_converters(connection)
+            for function in functions:
                 document = function(document, column, connection)
         return instance, document
 
@@ -126,8 +136,7 @@ class InstanceRows:
         thread's connection; None for an unknown id. "values": journal entries whose name
         starts with `value_prefix` (no LIKE wildcard in it). Each is an EXISTS on an index
         that starts with the instance's id: get_status() reads only the tables it names."""
-        if any(wildcard in value_prefix for wildcard in "%_\\"):
-            raise ValueError(f"A prefix for LIKE without escaping, not {value_prefix!r}.")
+        pattern = _starts_with(value_prefix)
         connection = connections[self.alias]
         if self._with_related_sql is None:
             name = connection.ops.quote_name("name")
@@ -146,10 +155,18 @@ class InstanceRows:
                 f"FROM {WorkflowInstance._meta.db_table} WHERE id = %s"
             )
         with connection.cursor() as cursor:
-            cursor.execute(self._with_related_sql, [id, id, f"{value_prefix}%", id, id, id, id])
+            cursor.execute(self._with_related_sql, [id, id, pattern, id, id, id, id])
             row = cursor.fetchone()
         if row is None:
             return None
         count = len(RELATED)
         [instance] = self.instances(connection, [row[:-count]])
         return instance, {name for name, found in zip(RELATED, row[-count:], strict=True) if found}
+
+
+@functools.lru_cache(maxsize=8)
+def _starts_with(prefix: str) -> str:
+    """The LIKE pattern of the names that start with `prefix`, which holds no wildcard."""
+    if any(wildcard in prefix for wildcard in "%_\\"):
+        raise ValueError(f"A prefix for LIKE without escaping, not {prefix!r}.")
+    return f"{prefix}%"
