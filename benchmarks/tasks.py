@@ -28,8 +28,11 @@ results keep no start, so its drain starts at its first claim: the script polls 
 claimed executions every 5 ms until the worker claims, and takes the earlier of that poll and the
 oldest claim still held then. Either way the worker's start-up is left out.
 A worker that does not exit when the queue is empty (dj-queue) is stopped with SIGTERM once every
-task has finished. Then it times the N `get_result()` calls that check the outcome, one thread,
-each task finished: what a web request that shows a task's result pays.
+task has finished. Each round also prints the worker's CPU a task: its processes' user and
+system time (resource.RUSAGE_CHILDREN once they are reaped), start-up and shutdown included,
+which is steadier from run to run than a rate. Then it times the N `get_result()` calls that
+check the outcome, one thread, each task finished: what a web request that shows a task's
+result pays.
 
 Prints each round, then a table of enqueue/s and get_result/s (both kinds' calls) and drain/s
 per database, and
@@ -42,6 +45,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -125,6 +129,7 @@ def one_round(
         "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
     }
     with tempfile.TemporaryFile("w+") as log:
+        children = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.monotonic()
         process = subprocess.Popen(
             [sys.executable, "-m", "django", *command],
@@ -139,6 +144,9 @@ def one_round(
         finally:
             _stop(process)
         worker_wall = time.monotonic() - started
+        # The worker's processes, reaped by _stop(): its CPU, start-up and shutdown included.
+        reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
+        worker_cpu = (reaped.ru_utime - children.ru_utime) + (reaped.ru_stime - children.ru_stime)
         log.seek(0)
         output = log.read()
 
@@ -169,6 +177,7 @@ def one_round(
         "from": "results" if len(starts) == count else "first claim seen",
         "first_end": first_end,
         "worker_wall": worker_wall,
+        "worker_cpu": worker_cpu,
     }
 
 
@@ -291,7 +300,8 @@ def main(argv: list[str] | None = None) -> None:
                     f"{found['result_cpu'] / args.tasks * 1000:.3f} ms CPU/call; drain "
                     f"{found['drain']:6.2f} s {rate(args.tasks, found['drain']):6.0f}/s "
                     f"(from {found['from']}, first end +{found['first_end'] * 1000:.0f} ms); "
-                    f"worker {found['worker_wall']:.1f} s; "
+                    f"worker {found['worker_wall']:.1f} s, its CPU "
+                    f"{found['worker_cpu'] / args.tasks * 1000:.2f} ms a task; "
                     f"load {os.getloadavg()[0]:.2f}",
                     flush=True,
                 )
