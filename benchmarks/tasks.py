@@ -35,9 +35,9 @@ check the outcome, one thread, each task finished: what a web request that shows
 result pays.
 
 Prints each round, then a table of enqueue/s and get_result/s (both kinds' calls) and drain/s
-per database, and
-ours divided by each peer's per cell. A backend that is not installed or fails on a database
-shows why in place of its figures. Nothing is asserted.
+per database, ours divided by each peer's per cell, and the worker's CPU a task per database
+and kind. A backend that is not installed or fails on a database shows why in place of its
+figures. Nothing is asserted.
 """
 
 from __future__ import annotations
@@ -335,10 +335,10 @@ def print_tables(args: argparse.Namespace, figures: dict) -> None:
     rows = {backend: cells(args, figures, backend) for backend in args.backends}
     notes: dict[str, int] = {}
 
-    def show(value: float | str) -> str:
+    def show(value: float | str, digits: int = 0) -> str:
         if isinstance(value, str):
             return f"[{notes.setdefault(value, len(notes) + 1)}]"
-        return f"{value:.0f}"
+        return f"{value:.{digits}f}"
 
     print("\n| backend | " + " | ".join(heads) + " |")
     print("| --- |" + " --- |" * len(heads))
@@ -358,6 +358,14 @@ def print_tables(args: argparse.Namespace, figures: dict) -> None:
                 for ours, theirs in zip(rows[OURS], row, strict=True)
             ]
             print(f"| {BACKENDS[backend][0]} | " + " | ".join(ratios) + " |")
+    print("\nThe worker's CPU a task in ms (its processes, start-up included):\n")
+    drains = [f"{DATABASES[db]} {label}" for db in args.db for label in KINDS.values()]
+    print("| backend | " + " | ".join(drains) + " |")
+    print("| --- |" + " --- |" * len(drains))
+    for backend in args.backends:
+        found = [figures[(backend, db, kind)] for db in args.db for kind in KINDS]
+        spent = [r if isinstance(r, str) else r["worker_cpu"] / args.tasks * 1000 for r in found]
+        print(f"| {BACKENDS[backend][0]} | " + " | ".join(show(v, 2) for v in spent) + " |")
     for note, number in notes.items():
         print(f"[{number}] {note}")
 
