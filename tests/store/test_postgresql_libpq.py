@@ -12,7 +12,7 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -28,6 +28,7 @@ from django.db import (
 )
 from django.db.models import JSONField
 from django.test.utils import CaptureQueriesContext
+from psycopg import pq
 
 from django_workflows.store.backends import driver
 from django_workflows.store.backends.postgresql import libpq
@@ -201,6 +202,49 @@ def test_calls_are_prepared_once_where_the_connection_takes_prepared_statements(
     finally:
         raw.prepare_threshold = threshold
         connection.close()  # the next test's connection starts with nothing prepared
+
+
+def traced(path: Path, calls: Callable[[], object]) -> str:
+    """The protocol messages libpq sends and receives on Django's connection during `calls`."""
+    raw = connection.connection
+    with path.open("w") as trace:
+        raw.pgconn.trace(trace.fileno())
+        raw.pgconn.set_trace_flags(pq.Trace.SUPPRESS_TIMESTAMPS)
+        try:
+            calls()
+        finally:
+            raw.pgconn.untrace()
+    return path.read_text()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_first_call_prepares_its_statement_in_its_own_round_trip(tmp_path: Path) -> None:
+    sql = "SELECT %s::text || %s::text, %s::jsonb ->> 'k', %s::text IS NULL"
+    document = JSONField().get_db_prep_save({"k": TEXT}, connection)
+    connection.ensure_connection()
+    try:
+
+        def calls() -> None:
+            for text in ("a", TEXT):
+                row = libpq.call_row(
+                    connection, sql, [text, "'", document, None], [libpq.TEXT] * 3, prepare=True
+                )
+                assert row == (text + "'", TEXT, "t")
+
+        trace = traced(tmp_path / "trace", calls)
+        # one round trip a call: the first prepares and executes its statement in one query,
+        # one transaction on the server; the second executes it
+        assert trace.count("ReadyForQuery") == 2, trace
+        assert "\tParse\t" not in trace, trace
+        assert prepared_names() == {libpq._name(sql).decode()}
+        # a statement that fails at its first call: the error, and the next call runs it
+        with pytest.raises(DataError):
+            libpq.call_row(connection, "SELECT 1 / %s::int", ["0"], [int], prepare=True)
+        assert libpq.call_row(connection, "SELECT 1 / %s::int", ["1"], [int], prepare=True) == (1,)
+        # a statement without parameters: EXECUTE without arguments
+        assert libpq.call_row(connection, "SELECT 2", [], [int], prepare=True) == (2,)
+    finally:
+        connection.close()
 
 
 @pytest.mark.django_db(transaction=True)
