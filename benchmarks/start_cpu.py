@@ -1,8 +1,8 @@
-"""What one `start()`, `signal()` or `get_status()` costs the process that calls it (a web
+"""What one `start()`, `signal()`, `get_status()` or `list_instances()` costs the process that calls it (a web
 request's share) and the server.
 
     python benchmarks/start_cpu.py --db postgres [--starts 2000] [--rounds 3]
-        [--call start|signal|status] [--atomic]
+        [--call start|signal|status|list] [--atomic]
 
 Drops, re-creates and migrates the benchmark database (benchmarks/settings.py; BENCH_DB_NAME
 names it), then, each round, calls `start()` of the one-step `bench` workflow --starts times in
@@ -15,7 +15,9 @@ Fifty starts before each round warm the connection and the code up. With `--call
 same for `signal()` of a signal nobody waits for, each with a payload and a key of its own (the
 signal's INSERT and the UPDATE that finds no waiter). With `--call status`, the same for
 `get_status()` of one pending instance started before the first round (a status page's read;
-it has no waits, values, tags, attributes or streams). With `--atomic`, each call inside a
+it has no waits, values, tags, attributes or streams). With `--call list`, the same for
+`list_instances()` of a queue of 20 such pending instances (a page listing a customer's orders).
+With `--atomic`, each call inside a
 `transaction.atomic()` of its own, as a view under ATOMIC_REQUESTS makes it.
 
 BENCH_CODE=<checkout>: measure that checkout's django_workflows (e.g. another branch's) with
@@ -41,7 +43,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--db", choices=["sqlite", "postgres", "mysql"], default="postgres")
     parser.add_argument("--starts", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--call", choices=["start", "signal", "status"], default="start")
+    parser.add_argument("--call", choices=["start", "signal", "status", "list"], default="start")
     parser.add_argument("--atomic", action="store_true", help="each call in a transaction")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(HERE))
@@ -65,8 +67,10 @@ def main(argv: list[str] | None = None) -> None:
             wf.start("bench", {"steps": 1}, id=id)
         elif args.call == "signal":
             wf.signal("bench-nobody-waits", {"sent": id}, key=id)
-        else:
+        elif args.call == "status":
             wf.get_status("bench-status")
+        else:
+            wf.list_instances(queue="bench-list")
 
     def call(id: str) -> None:
         if args.atomic:
@@ -77,6 +81,9 @@ def main(argv: list[str] | None = None) -> None:
 
     if args.call == "status":
         wf.start("bench", {"steps": 1}, id="bench-status")
+    if args.call == "list":
+        for index in range(20):
+            wf.start("bench", {"steps": 1}, id=f"bench-list-{index:02d}", queue="bench-list")
     for round in range(1, args.rounds + 1):
         for index in range(50):
             call(f"warm-{round}-{index}")

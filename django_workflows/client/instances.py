@@ -247,22 +247,29 @@ def list_instances(
         limit=limit,
         offset=offset,
     )
-    ids = [r.id for r in rows]
-    waits = store.load_waits(using, ids)
-    values = latest_values(using, ids, strict=False)
-    tags, found = searchable.load(using, ids)
-    streams = stream_heads(using, ids)
+    # Each table is read for the page's instances that hold rows of it, and not at all when
+    # none does.
+    holding = store.holding(rows)
+    waits = store.load_waits(using, holding["waits"])
+    values = latest_values(using, holding["values"], strict=False)
+    tags, found = searchable.load(
+        using,
+        {*holding["tags"], *holding["attributes"]},
+        tags=bool(holding["tags"]),
+        attributes=bool(holding["attributes"]),
+    )
+    streams = stream_heads(using, holding["streams"])
     return [
         instance_status(
-            r,
-            waits.get(r.id, []),
+            row,
+            waits.get(row.id, []),
             strict=False,
-            values=values.get(r.id),
-            tags=tags.get(r.id),
-            attributes=found.get(r.id),
-            streams=streams.get(r.id),
+            values=values.get(row.id),
+            tags=tags.get(row.id),
+            attributes=found.get(row.id),
+            streams=streams.get(row.id),
         )
-        for r in rows
+        for row, _ in rows
     ]
 
 

@@ -443,9 +443,14 @@ def _workflow_journal(using: str, id: str) -> list[tuple[str, dict[str, Any]]]:
 
 def _children(using: str, id: str) -> list[InstanceStatus]:
     rows = store.list_instances(using, parent_id=id, limit=10_000)
-    ids = [row.id for row in rows]
-    waits = store.load_waits(using, ids)
-    tags, attributes = searchable.load(using, ids)
+    holding = store.holding(rows)
+    waits = store.load_waits(using, holding["waits"])
+    tags, attributes = searchable.load(
+        using,
+        {*holding["tags"], *holding["attributes"]},
+        tags=bool(holding["tags"]),
+        attributes=bool(holding["attributes"]),
+    )
     return [
         instance_status(
             row,
@@ -454,7 +459,7 @@ def _children(using: str, id: str) -> list[InstanceStatus]:
             tags=tags.get(row.id),
             attributes=attributes.get(row.id),
         )
-        for row in rows
+        for row, _ in rows
     ]
 
 

@@ -23,6 +23,7 @@ from ..models import JournalEntry, Status, Wait, WorkflowInstance
 from . import attributes as searchable
 from . import fairness, payloads
 from .backends import backend
+from .backends.rows import RELATED as RELATED
 from .backends.writes import InstanceWrite as InstanceWrite
 from .backends.writes import Release as Release
 from .backends.writes import Ride as Ride
@@ -254,9 +255,10 @@ def list_instances(
     fair_key: str | None = None,
     limit: int = 100,
     offset: int = 0,
-) -> list[WorkflowInstance]:
-    """A page of instances matching every filter, oldest first; `subject` is the condition
-    subjects.subject_filter() gives."""
+) -> list[tuple[WorkflowInstance, set[str]]]:
+    """A page of instances matching every filter, oldest first, each with which of its waits,
+    published values, tags, attributes and streams it has (rows.RELATED, read by one more
+    query); `subject` is the condition subjects.subject_filter() gives."""
     where = Q()
     if statuses:
         where &= Q(status__in=statuses)
@@ -274,9 +276,17 @@ def list_instances(
         where &= Q(queue=queue)
     if fair_key is not None:
         where &= Q(fair_key=fair_key)
-    return searchable.page(
+    rows = searchable.page(
         using, where, tag=tag, conditions=attributes or [], limit=limit, offset=offset
     )
+    related = backend(using).rows.related_of([row.id for row in rows], PREFIX)
+    return [(row, related.get(row.id, set())) for row in rows]
+
+
+def holding(rows: list[tuple[WorkflowInstance, set[str]]]) -> dict[str, list[str]]:
+    """For each of RELATED, the ids of the instances of `rows` (list_instances()'s) that hold
+    rows of it: the ids to read it for, none when it is empty."""
+    return {name: [row.id for row, related in rows if name in related] for name in RELATED}
 
 
 def _due_now(now: datetime) -> Case:

@@ -174,3 +174,45 @@ def test_get_status_reads_the_row_before_the_journal_and_children(steps):
 def test_a_value_prefix_with_a_like_wildcard_is_refused():
     with pytest.raises(ValueError, match="without escaping"):
         backend("default").rows.with_related("rb-1", "$value_")
+
+
+def test_list_instances_reads_only_the_tables_that_hold_rows_of_its_page(everything, steps):
+    for n in range(3):
+        wf.start("reads-back", id=f"list-plain-{n}", queue="listed")
+    wf.drain()
+    with CaptureQueriesContext(connection) as queries:
+        plain = wf.list_instances(queue="listed")
+    # the page, then which related tables hold rows of its instances: none
+    assert len(queries.captured_queries) == 2
+    assert [s.id for s in plain] == ["list-plain-0", "list-plain-1", "list-plain-2"]
+    assert all(
+        (s.waits, s.values, s.tags, s.attributes, s.streams) == ([], {}, [], {}, {}) for s in plain
+    )
+    wf.start("reads-back", id="list-tagged", queue="listed", tags=["vip"])
+    with CaptureQueriesContext(connection) as queries:
+        mixed = wf.list_instances(queue="listed")
+    assert len(queries.captured_queries) == 3  # and the tags of its tagged instance
+    assert [s.tags for s in mixed] == [[], [], [], ["vip"]]
+    wf.start("has-everything", id="list-full", queue="listed", tags=["eu"], attributes={"total": 7})
+    wf.drain()
+    with CaptureQueriesContext(connection) as queries:
+        page = wf.list_instances(queue="listed")
+    assert len(queries.captured_queries) == 7
+    assert page[-2:] == [wf.get_status("list-tagged"), wf.get_status("list-full")]
+    full = page[-1]
+    assert [(w.signal, w.key) for w in full.waits] == [("go", "list-full")]
+    assert full.values == {"stage": "waiting"} and full.streams["progress"]["items"] == 1
+    assert full.tags == ["eu"] and full.attributes == {"total": 7}
+
+
+def test_list_instances_filtered_by_attributes_reads_only_the_tables_that_hold_rows(everything):
+    wf.start("has-everything", id="list-attr-1", tags=["eu"], attributes={"total": 7})
+    wf.start("has-everything", id="list-attr-2", attributes={"total": 9})
+    wf.drain()
+    with CaptureQueriesContext(connection) as queries:
+        found = wf.list_instances(attributes={"total__gte": 8})
+    assert [s.id for s in found] == ["list-attr-2"]
+    assert found == [wf.get_status("list-attr-2")]
+    # the page's ids, its instances, which tables hold their rows, then its waits, values,
+    # attributes and streams: not its tags, of which it has none
+    assert len(queries.captured_queries) == 7

@@ -139,19 +139,9 @@ class InstanceRows:
         pattern = _starts_with(value_prefix)
         connection = connections[self.alias]
         if self._with_related_sql is None:
-            name = connection.ops.quote_name("name")
-            exists = [
-                f"EXISTS (SELECT 1 FROM {model._meta.db_table} WHERE instance_id = %s{more})"
-                for model, more in (
-                    (Wait, ""),
-                    (JournalEntry, f" AND {name} LIKE %s"),
-                    (InstanceTag, ""),
-                    (InstanceAttribute, ""),
-                    (WorkflowStream, ""),
-                )
-            ]
+            exists = _related_exists(connection, "%s")
             self._with_related_sql = (
-                f"SELECT {INSTANCE_COLUMNS}, {', '.join(exists)} "
+                f"SELECT {INSTANCE_COLUMNS}, {', '.join(exists.values())} "
                 f"FROM {WorkflowInstance._meta.db_table} WHERE id = %s"
             )
         with connection.cursor() as cursor:
@@ -162,6 +152,45 @@ class InstanceRows:
         count = len(RELATED)
         [instance] = self.instances(connection, [row[:-count]])
         return instance, {name for name, found in zip(RELATED, row[-count:], strict=True) if found}
+
+    def related_of(self, ids: Sequence[str], value_prefix: str) -> dict[str, set[str]]:
+        """Which of RELATED each instance of `ids` has rows of (with_related()'s EXISTS), read
+        by one SELECT of the instances by primary key; none for no ids. A list reads it for its
+        page's ids after the page: in the page's own query, MariaDB ran the EXISTS for every
+        row it sorted, not only for the page's (a page of a tag held by 20,000 of 200,000
+        instances took 162-170 ms instead of 64-67 ms)."""
+        if not ids:
+            return {}
+        connection = connections[self.alias]
+        table = connection.ops.quote_name(WorkflowInstance._meta.db_table)
+        exists = _related_exists(connection, f"{table}.{connection.ops.quote_name('id')}")
+        marks = ", ".join(["%s"] * len(ids))
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT id, {', '.join(exists.values())} FROM {table} WHERE id IN ({marks})",
+                [_starts_with(value_prefix), *ids],
+            )
+            return {
+                row[0]: {name for name, found in zip(RELATED, row[1:], strict=True) if found}
+                for row in cursor.fetchall()
+            }
+
+
+def _related_exists(connection: Any, instance: str) -> dict[str, str]:
+    """For each of RELATED, an EXISTS of its rows for the instance whose id `instance` is (a
+    placeholder or a column), on its table's index by instance; "values" takes the LIKE
+    pattern of the published values' names as its parameter."""
+    name = connection.ops.quote_name("name")
+    return {
+        related: f"EXISTS (SELECT 1 FROM {model._meta.db_table} WHERE instance_id = {instance}{more})"
+        for related, model, more in (
+            ("waits", Wait, ""),
+            ("values", JournalEntry, f" AND {name} LIKE %s"),
+            ("tags", InstanceTag, ""),
+            ("attributes", InstanceAttribute, ""),
+            ("streams", WorkflowStream, ""),
+        )
+    }
 
 
 @functools.lru_cache(maxsize=8)
