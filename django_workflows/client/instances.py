@@ -252,12 +252,7 @@ def list_instances(
     holding = store.holding(rows)
     waits = store.load_waits(using, holding["waits"])
     values = latest_values(using, holding["values"], strict=False)
-    tags, found = searchable.load(
-        using,
-        {*holding["tags"], *holding["attributes"]},
-        tags=bool(holding["tags"]),
-        attributes=bool(holding["attributes"]),
-    )
+    tags, found = searchable.load(using, tags=holding["tags"], attributes=holding["attributes"])
     streams = stream_heads(using, holding["streams"])
     return [
         instance_status(

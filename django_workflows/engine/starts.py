@@ -414,22 +414,21 @@ def load_status(
     found = store.get_instance_and_related(using, id)
     if found is None:
         return None
-    row, related = found
-    waits = store.load_waits(using, [id]).get(id, []) if "waits" in related else []
-    values = latest_values(using, [id], strict=strict).get(id) if "values" in related else None
+    row, _ = found
+    holding = store.holding([found])
     tags, attributes = searchable.load(
-        using, [id], tags="tags" in related, attributes="attributes" in related
+        using, tags=holding["tags"], attributes=holding["attributes"]
     )
     return instance_status(
         row,
-        waits,
+        store.load_waits(using, holding["waits"]).get(id, []),
         _workflow_journal(using, id) if journal else None,
         _children(using, id) if children else None,
         strict=strict,
-        values=values,
+        values=latest_values(using, holding["values"], strict=strict).get(id),
         tags=tags.get(id),
         attributes=attributes.get(id),
-        streams=stream_heads(using, [id]).get(id) if "streams" in related else None,
+        streams=stream_heads(using, holding["streams"]).get(id),
     )
 
 
@@ -446,10 +445,7 @@ def _children(using: str, id: str) -> list[InstanceStatus]:
     holding = store.holding(rows)
     waits = store.load_waits(using, holding["waits"])
     tags, attributes = searchable.load(
-        using,
-        {*holding["tags"], *holding["attributes"]},
-        tags=bool(holding["tags"]),
-        attributes=bool(holding["attributes"]),
+        using, tags=holding["tags"], attributes=holding["attributes"]
     )
     return [
         instance_status(

@@ -58,20 +58,20 @@ def names(using: str, id: str) -> set[str]:
 
 
 def load(
-    using: str, ids: Iterable[str], *, tags: bool = True, attributes: bool = True
+    using: str, *, tags: Iterable[str] = (), attributes: Iterable[str] = ()
 ) -> tuple[dict[str, list[str]], dict[str, dict[str, Any]]]:
-    """The tags (sorted) and the attributes (by name, in their Python types) of the instances
-    `ids`: one query per table, none for no ids, nor for a table not asked for (`tags`,
-    `attributes`: False where the caller knows there are none)."""
-    ids = list(ids)
+    """The tags (sorted) of the instances `tags` and the attributes (by name, in their Python
+    types) of the instances `attributes`: one query per table, none for no ids (a reader
+    passes the ids that hold rows there, store.instances.holding())."""
+    tags, attributes = list(tags), list(attributes)
     found_tags: dict[str, list[str]] = {}
     found_attributes: dict[str, dict[str, Any]] = {}
-    if ids and tags:
-        rows = InstanceTag.objects.using(using).filter(instance_id__in=ids).order_by("tag")
+    if tags:
+        rows = InstanceTag.objects.using(using).filter(instance_id__in=tags).order_by("tag")
         for instance_id, tag in rows.values_list("instance_id", "tag"):
             found_tags.setdefault(instance_id, []).append(tag)
-    if ids and attributes:
-        cells = InstanceAttribute.objects.using(using).filter(instance_id__in=ids)
+    if attributes:
+        cells = InstanceAttribute.objects.using(using).filter(instance_id__in=attributes)
         for instance_id, name, *values in cells.order_by("name").values_list(
             "instance_id", "name", *ATTRIBUTE_COLUMNS
         ):
