@@ -33,13 +33,6 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def busy_and_total() -> tuple[int, int]:
-    """The machine's busy and total CPU ticks so far, every core (`/proc/stat`)."""
-    fields = [int(value) for value in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
-    idle = fields[3] + fields[4]  # idle, iowait
-    return sum(fields) - idle, sum(fields)
-
-
 def floor_worker(worker_class: Any) -> Any:
     """A Worker whose executions of one-step `bench` instances make only their two writes."""
     from django_workflows import clock
@@ -87,7 +80,7 @@ def floor_worker(worker_class: Any) -> Any:
 
 
 def one_round(kind: str, n: int, concurrency: int, db: str) -> dict[str, float]:
-    from benchmarks.cpu import server_seconds
+    from benchmarks.cpu import machine_seconds, server_seconds
     from benchmarks.harness import fresh_database
 
     fresh_database(db)
@@ -102,13 +95,13 @@ def one_round(kind: str, n: int, concurrency: int, db: str) -> dict[str, float]:
     connections.close_all()
     worker = (floor_worker(Worker) if kind == "floor" else Worker)(concurrency=concurrency)
     server = server_seconds(db)
-    machine = busy_and_total()
+    machine = machine_seconds()
     usage = resource.getrusage(resource.RUSAGE_SELF)
     started = time.perf_counter()
     ran = worker.run_until_idle()
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_SELF)
-    machine_after = busy_and_total()
+    machine_after = machine_seconds()
     server = server_seconds(db) - server
     completed = WorkflowInstance.objects.filter(status="completed").count()
     if ran != n or completed != n:
