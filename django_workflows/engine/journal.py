@@ -10,12 +10,13 @@ from ..jsonvalues import check_value, dumps, storable_text
 
 PATCH = "patch"  # a ctx.patched() marker's kind
 FORK = "fork"  # the entry a fork starts with
+HEADERS = "headers"  # the entry start() stores STEP_MIDDLEWARE's headers in
 
-ENGINE_KINDS = ("compensation", "retry", PATCH, FORK, "continued", "headers")
+ENGINE_KINDS = ("compensation", "retry", PATCH, FORK, "continued", HEADERS)
 """Entries the replay check ignores: those the engine writes on its own, and patch markers,
 which code whose guard was removed no longer reaches."""
 
-BOOKKEEPING_KINDS = (FORK, "continued", "headers")
+BOOKKEEPING_KINDS = (FORK, "continued", HEADERS)
 """The engine's own bookkeeping, which no workflow code writes: a fork's `$fork`, what a run
 after ctx.continue_as_new() carries over (`$continued`), start()'s middleware `$headers`. The
 journal get_status() shows leaves them out (a fork's reads as the original's up to the step, a

@@ -3,6 +3,14 @@ made on the execution's own thread, and the signals it read.
 
 The execution holds the lease; every write goes through `write()`, fenced by the lease token.
 Writes are buffered: a step's result and the next step's start share one transaction.
+
+While the journal is untouched (Replay.untouched), the claim count stands in for the first
+step's start. The first step of an execution that has written nothing since a recent claim
+starts without a write of its own (its start rides with the next write), unless it is the
+step's last attempt. Each claim before this one counts as an attempt of that step that stopped
+with its worker (stopped_before_writing; steps.py stops counting at the last attempt): an
+execution ends with a write unless it crashed, was killed or lost its lease, and a release that
+leaves the journal untouched takes its claim back.
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ from django.db import connections
 
 from .. import clock
 from ..errors import WorkflowPayloadError
+from ..models import UNFINISHED
 from ..store import instances as store
 from ..store.backends import backend
 from ..store.jsonvalues import to_json
@@ -58,6 +67,7 @@ class Lease:
         self.custom_status = instance.custom_status  # as written; status.py sets the desired one
         self.desired_status: Any = UNSET
         self.calls = OwnerCalls(guards.owner)
+        self.written = False  # whether the execution wrote since its claim
         self._signals: dict[tuple[str, str | None], list[Any]] = {}
         self._lease_extended: datetime | None = clock.now()  # the claim just set the lease
         # When the lease runs out, as far as this process knows (time.monotonic()): the claim,
@@ -67,6 +77,31 @@ class Lease:
         # worker runs that instance next on this thread, without a claim of its own.
         self.ride: store.Ride | None = None
         self.rode: store.Claim | None = None
+
+    # -- the first step's start -------------------------------------------------------------
+
+    def untouched(self) -> bool:
+        """Whether the instance's first run has journaled nothing (Replay.untouched): a run
+        after ctx.continue_as_new() starts a new journal, but its claims are counted on."""
+        return self.instance.generation == 0 and self.journal.untouched()
+
+    def stopped_before_writing(self) -> int:
+        """How many executions before this one stopped before their first write: with an
+        untouched journal, every claim but this one's; else 0."""
+        return max(self.instance.runs - 1, 0) if self.untouched() else 0
+
+    def defers_start(self) -> bool:
+        """Whether the first step may start without a write of its own: the journal is
+        untouched, nothing was written since the claim, and the claim is recent (two thirds of
+        its lease left), so the lease holds and the claim's read of the cancel flags is as good
+        as the write's would be."""
+        lease_until = self.instance.lease_until
+        return (
+            not self.written
+            and lease_until is not None
+            and lease_until - self.guards.now() > self.lease_duration * 2 / 3
+            and self.untouched()
+        )
 
     # -- the lease and the database, always from the execution's own thread ----------------
 
@@ -144,6 +179,17 @@ class Lease:
         restart: bool = False,
         attributes: dict[str, Any] | None = None,
     ) -> store.LeaseFlags:
+        self.written = True
+        if (
+            release is not None
+            and not release.waits
+            and not restart
+            and changes.get("status") in UNFINISHED
+            and "runs" not in changes
+            and self.untouched()
+        ):
+            # Nothing ran that the next execution must count (stopped_before_writing).
+            changes["runs"] = max(self.instance.runs - 1, 0)
         with self.lock:
             replay = self.journal
             entries, replay.pending = replay.pending, {}

@@ -139,6 +139,13 @@ class Replay:
             self.pending[name] = doc
         return doc
 
+    def untouched(self) -> bool:
+        """Whether no execution has journaled anything: the journal holds at most the headers
+        start() stored, and nothing is buffered. Then every claim of the instance but the
+        current one was an execution that stopped before its first write (lease.py)."""
+        with self.lock:
+            return all(doc.get("kind") == journal.HEADERS for doc in self.entries.values())
+
     def keep(self, name: str, doc: dict[str, Any]) -> None:
         """Hold `doc` as the entry `name` (the caller holds the lock); journal_bytes() counts
         its bytes."""

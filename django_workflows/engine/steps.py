@@ -116,6 +116,12 @@ def step(
     if entry is None:
         x.journal.check_replay(name, position)
     policy = default_retry().merged(retry, f'Step "{name}" retry')
+    # The first step of an untouched journal, if it may start unwritten (below): each earlier
+    # claim was an attempt of it that stopped with its worker before writing anything, up to
+    # its last attempt, whose start is always written.
+    stopped = 0
+    if entry is None and position == (0,):
+        stopped = min(x.lease.stopped_before_writing(), max(policy.attempts - first_attempt, 0))
     while True:
         if entry is not None and entry["status"] == journal.PENDING:
             retry_at = journal.parse_timestamp(entry.get("retry_at"))
@@ -125,7 +131,9 @@ def step(
         if x.stops.gate.enter_step():
             raise x.guards.interrupted(Suspend())
         try:
-            attempt = (entry.get("attempt") or 0) + 1 if entry is not None else first_attempt
+            attempt = (
+                (entry.get("attempt") or 0) + 1 if entry is not None else first_attempt + stopped
+            )
             progress = entry.get("progress") if entry is not None else None
             if (
                 entry is not None
@@ -158,14 +166,28 @@ def step(
             }
             if entry is None:
                 x.journal.check_journal_limits("step")
-            # The attempt's start, with everything buffered before it. The write reads the
-            # instance's flags under its row lock and writes the start only if no cancel came
-            # since the last write: such a cancel stops the step before it runs.
-            flags = x.lease.write(guarded={name: running})
-            if flags.cancel_requested or flags.terminate_requested:
-                x.stops.check_interrupts(name, entry)
-            with x.lock:
-                x.journal.keep(name, running)
+            if (
+                entry is None
+                and position == (0,)
+                and attempt < policy.attempts
+                and not atomic
+                and x.lease.defers_start()
+            ):
+                # The claim stands in for the start, which rides with the next write. Not
+                # for a last attempt: a claim can also stop before its step starts, and would
+                # then count as the attempt that ends the step.
+                with x.lock:
+                    x.journal.keep(name, running)
+                    x.journal.pending[name] = running
+            else:
+                # The attempt's start, with everything buffered before it. The write reads the
+                # instance's flags under its row lock and writes the start only if no cancel
+                # came since the last write: such a cancel stops the step before it runs.
+                flags = x.lease.write(guarded={name: running})
+                if flags.cancel_requested or flags.terminate_requested:
+                    x.stops.check_interrupts(name, entry)
+                with x.lock:
+                    x.journal.keep(name, running)
             step = StepContext(x, name, name, attempt, progress, atomic=atomic, key=key)
             try:
                 with atomic_steps.attempt(x, atomic):

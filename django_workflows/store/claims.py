@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from django.db.models import F
+
 from ..errors import WorkflowPayloadError
 from ..models import JournalEntry, WorkflowInstance
 from . import limits, payloads
@@ -96,14 +98,15 @@ def claim(
 def hand_back(using: str, token: str, lease_until: datetime) -> int:
     """Hand back what a claim leased with `token` until `lease_until` if its worker never
     learned it (the connection broke after the commit): their leases end now, as a release's
-    do, so the next claim takes them, not one a lease later. How many; 0 when the claim never
-    committed. The lease's end finds the rows by index, only ever this claim's."""
+    do, so the next claim takes them, not one a lease later, and the claim is not counted in
+    `runs` (nothing ran). How many; 0 when the claim never committed. The lease's end finds the
+    rows by index, only ever this claim's."""
     rows = WorkflowInstance.objects.using(using).filter(lease_until=lease_until, lease_token=token)
     with backend(using).write_transaction():
         backend(using).take_write_lock()
         held = list(rows.select_for_update().values_list("workflow", "concurrency_key"))
         if held:
-            rows.update(lease_token=None, lease_until=None)
+            rows.update(lease_token=None, lease_until=None, runs=F("runs") - 1)
             for workflow, key in sorted({(w, k) for w, k in held if k is not None}):
                 backend(using).unpark_key(workflow, key)
     return len(held)

@@ -117,4 +117,10 @@ def stored_result(
         # The running attempt's worker is the lease's owner; its progress is the last one's.
         history["worker_ids"] = [*history.get("worker_ids", []), lease_owner or ""]
         return task_result(task, id, input, TaskResultStatus.RUNNING, history)
+    if status in RUNNING_STATUSES and entry is None and lease_owner is not None:
+        # Claimed: a first attempt's start is journaled with its end, so the claim (the
+        # instance's last update) is when it started.
+        claimed = updated_at.isoformat()
+        history.update(started_at=claimed, last_attempted_at=claimed, worker_ids=[lease_owner])
+        return task_result(task, id, input, TaskResultStatus.RUNNING, history)
     return task_result(task, id, input, TaskResultStatus.READY, history)

@@ -48,8 +48,9 @@ def test_the_step_writes_and_the_last_go_through_the_functions(
 
     journal = run(two_steps, "through")
 
-    # a's start, a's end with b's start, then b's end with the outcome
-    assert len(calls(sent, "dw_journal_write_v1")) == 2
+    # a's start and end with b's start (a's start rides on the claim), then b's end with the
+    # outcome
+    assert len(calls(sent, "dw_journal_write_v1")) == 1
     assert len(calls(sent, "dw_final_write_v1")) == 1
     assert journal[-2:] == [("a", "completed"), ("b", "completed")]
 
@@ -82,7 +83,7 @@ def test_without_the_functions_the_statements_are_sent(two_steps: Any, sent: lis
             routines.create(editor, files)
 
     assert not calls(sent, "dw_journal_write_v1") + calls(sent, "dw_final_write_v1")
-    assert len([sql for sql in sent if sql.startswith("WITH held AS")]) == 3
+    assert len([sql for sql in sent if sql.startswith("WITH held AS")]) == 2
     assert journal[-2:] == [("a", "completed"), ("b", "completed")]
     assert has_functions()
 

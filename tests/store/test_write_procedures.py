@@ -72,8 +72,9 @@ def test_the_step_writes_and_the_last_go_through_the_procedures(
 
     entries = run(two_steps, "through")
 
-    # a's start, a's end with b's start, then b's end with the outcome
-    assert len(calls(sent, "dw_journal_write_v1")) == 2
+    # a's start and end with b's start (a's start rides on the claim), then b's end with the
+    # outcome
+    assert len(calls(sent, "dw_journal_write_v1")) == 1
     assert len(calls(sent, "dw_final_write_v1")) == 1
     assert entries == [("a", "completed"), ("b", "completed")]
     row = WorkflowInstance.objects.get(pk="through")

@@ -261,6 +261,15 @@ def test_a_running_task_reads_as_running_with_its_worker():
     assert tasks.look_at_itself.get_result(result.id).return_value == ["RUNNING", 1, True]
 
 
+def test_a_running_task_with_attempts_left_reads_as_running_before_its_start_is_written():
+    # With attempts left, the first attempt's start is written with its end: until then the
+    # task reads as RUNNING from its claim, with the lease's worker.
+    task = tasks.look_at_itself.using(backend="retrying")
+    result = task.enqueue()
+    once()
+    assert task.get_result(result.id).return_value == ["RUNNING", 1, True]
+
+
 def test_a_cancelled_task_is_failed():
     result = tasks.add.enqueue(1, 2)
     wf.cancel(result.id)
