@@ -1,16 +1,17 @@
-"""The floor under a drain of one-step workflows (a Django task is one): what a worker drains
-when each execution makes only its two writes, against the worker itself, alternated.
+"""The floor under a drain of one-step workflows: what a worker drains when each execution makes
+only its write, against the worker itself, alternated.
 
     DB=postgres python benchmarks/execution_floor.py [--workflows N] [--rounds R] [--concurrency C]
 
 Each round re-creates the benchmark database, starts N one-step `bench` instances from one
 thread, then drains them in this process with a `Worker` on its thread pool
 (`run_until_idle()`, as `runworkflows --once`). The *worker* rounds run the engine. The
-*floor* rounds run a `Worker` whose executions skip it: each makes the two writes the engine
-makes for such an instance, through the same store call (`store.instances.write`), with the
-same journal documents and output, and nothing else (no workflow code, no step machinery, no
-events, no middleware). The first write is the step's start; the second its end with the
-output and the release, on which the next instance's lease rides, as the worker's does.
+*floor* rounds run a `Worker` whose executions skip it: each makes the one write the engine
+makes for such an instance (its step has attempts left, so its start is written with its end),
+through the same store call (`store.instances.write`), with the same journal document and
+output, and nothing else (no workflow code, no step machinery, no events, no middleware): the
+step's entry, the output and the release, on which the next instance's lease rides, as the
+worker's does.
 
 So the floor is what the store, the database server and the machine's kernel cost one
 execution, with the engine free. Prints per round the drain rate (N over the drain's wall
@@ -34,7 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def floor_worker(worker_class: Any) -> Any:
-    """A Worker whose executions of one-step `bench` instances make only their two writes."""
+    """A Worker whose executions of one-step `bench` instances make only their write."""
     from django_workflows import clock
     from django_workflows.engine import journal
     from django_workflows.store import instances as store
@@ -50,9 +51,6 @@ def floor_worker(worker_class: Any) -> Any:
                 "progress": None,
                 "pos": [0],
             }
-            start = store.InstanceWrite(now=started, guarded_entries={"step-0": running})
-            if store.write(self.using, instance.id, token, start) is None:
-                return "lease-lost", None
             result = {"i": 0, "ok": True}
             finished = clock.now()
             done = {
