@@ -7,7 +7,7 @@ instances of `bench`, then:
 1. prints the planning and execution time of three statements, the minimum and median of 30
    `EXPLAIN (ANALYZE, SUMMARY)`s each rolled back: a release (the write that completes an
    instance), a claim of five (`PostgreSQLBackend.claim`) and, with --ride, a release that
-   also leases the next due instance (dw_final_write_ride_v1; the statement's own planning and
+   also leases the next due instance (dw_final_write_ride_v2; the statement's own planning and
    execution are those of the function call, its inner statements planned once per session);
 2. measures the CPU of this connection's server backend (/proc/<pg_backend_pid()>/stat) over
    N releases: each five after a claim of five, as the worker's loop does them, or with --ride

@@ -155,14 +155,14 @@ def test_a_claim_after_a_burst_of_starts_reads_a_few_due_rows(
 def test_a_rides_generic_plan_reads_the_claim_index_in_order(
     burst: None, queue: str | None, index: str
 ) -> None:
-    # dw_final_write_ride_v1's pick of the next due instance runs from PL/pgSQL's cached plan,
+    # dw_final_write_ride_v2's pick of the next due instance runs from PL/pgSQL's cached plan,
     # which PostgreSQL makes generic, for any time and any workflows: that plan reads the
     # claim index in the claim's order too, and stops at the first row.
     from django_workflows.store.backends import routines
 
     # the function's two picks, as its file has them: of every queue, then of one
-    ride = routines.text("postgresql/sql/dw_final_write_ride_v1.sql")
-    picks = re.findall(r"FROM \((SELECT id FROM .*? FOR UPDATE SKIP LOCKED)\) AS picked", ride)
+    ride = routines.text("postgresql/sql/dw_final_write_ride_v2.sql")
+    picks = re.findall(r"WITH picked AS MATERIALIZED \((SELECT id FROM .*? SKIP LOCKED)\)", ride)
     assert len(picks) == 2 and ("queue = $12" in picks[1]) and ("queue" not in picks[0])
 
     starts("due")

@@ -385,7 +385,7 @@ class PostgreSQLBackend(Backend):
         return self._ride_function.available(self.connection)
 
     def _ride(self, params: list[Any], write: InstanceWrite, ride: Ride) -> Written | None:
-        """dw_final_write_ride_v1's call (postgresql/claims.py) with dw_final_write_v1's
+        """dw_final_write_ride_v2's call (postgresql/claims.py) with dw_final_write_v1's
         `params`: the flags, and ([the instance it leased, if any], the last signal id); None
         when the lease is gone."""
         more = claims.ride_params(

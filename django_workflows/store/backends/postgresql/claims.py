@@ -3,8 +3,8 @@ without limits in one statement, and under limits the candidates' scan and the l
 statement each (between them, the limits' stages in Python).
 
 Last, the claim that rides on an instance's last write (store.backends.writes.Ride):
-`dw_final_write_ride_v1` (the frozen file `sql/dw_final_write_ride_v1.sql`, created by
-migration 0002_routines; a changed function is a new file, `_v2`, and a new migration) writes
+`dw_final_write_ride_v2` (the frozen file `sql/dw_final_write_ride_v2.sql`, created by
+migration 0006_ride_routine; a changed function is a new file, `_v3`, and a new migration) writes
 what `dw_final_write_v1` writes (postgresql/writes.py) and then, if that write landed, leases
 the next due instance of the ride's workflows (of every queue, or of one) to the ride's owner,
 as a claim without limits would: in claim order, `FOR UPDATE SKIP LOCKED` (never an instance
@@ -178,17 +178,17 @@ def leased(
 
 
 _SIGNATURE = (
-    "dw_final_write_ride_v1(text, text, jsonb, text, jsonb, jsonb, timestamptz, text, text, "
+    "dw_final_write_ride_v2(text, text, jsonb, text, jsonb, jsonb, timestamptz, text, text, "
     "timestamptz, text[], text)"
 )
 
 RIDE_CALL = (
     f"SELECT f.{FLAGS.replace(', ', ', f.')}, f.last_signal_id, "
     + ", ".join(f"(f.rode).{column}" for column in INSTANCE_COLUMNS.split(", "))
-    + " FROM dw_final_write_ride_v1(%s, %s, %s::jsonb, %s, %s::jsonb, %s::jsonb, "
+    + " FROM dw_final_write_ride_v2(%s, %s, %s::jsonb, %s, %s::jsonb, %s::jsonb, "
     "%s::timestamptz, %s, %s, %s::timestamptz, %s::text[], %s) AS f"
 )
-"""dw_final_write_ride_v1's call: dw_final_write_v1's parameters, then the ride's owner, lease token,
+"""dw_final_write_ride_v2's call: dw_final_write_v1's parameters, then the ride's owner, lease token,
 lease end, workflows (`name:version` each) and queue (NULL: every queue); one row of the
 lease's flags, the last signal id and the leased instance's INSTANCE_COLUMNS (NULL when it
 leased none), or none when the lease is gone."""
@@ -230,5 +230,5 @@ RIDE_COLUMNS: tuple[Callable[[str], Any], ...] = (
 
 
 def ride_function() -> Routines:
-    """Whether the database has dw_final_write_ride_v1 and the connection's role may call it."""
+    """Whether the database has dw_final_write_ride_v2 and the connection's role may call it."""
     return callable_functions([_SIGNATURE])
